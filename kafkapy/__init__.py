@@ -1,0 +1,1 @@
+"""kafkapy: Apache Kafka (ZooKeeper era) in Python."""
