@@ -1,0 +1,132 @@
+"""MetadataCache: what the controller's UpdateMetadata requests told this broker.
+
+Metadata, FindCoordinator and DescribeCluster answer from here, never from ZooKeeper, exactly
+as Kafka brokers do: the controller is the single writer of cluster metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("kafkapy.server.MetadataCache")
+
+# The controller marks a partition of a topic being deleted with this leader id.
+LEADER_DURING_DELETE = -2
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerMetadata:
+    id: int
+    rack: str | None
+    endpoints: dict[str, tuple[str, int, str]]  # listener -> (host, port, security protocol)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    zk_version: int
+
+
+class MetadataCache:
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self.controller_id: int | None = None
+        self.brokers: dict[int, BrokerMetadata] = {}
+        self.partitions: dict[str, dict[int, PartitionMetadata]] = {}
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self.topic_names: dict[uuid.UUID, str] = {}
+
+    # -- updates ------------------------------------------------------------------------------
+
+    def update_metadata(self, request: Any) -> list[tuple[str, int]]:
+        """Apply an UpdateMetadata request; returns the partitions it deleted."""
+        self.controller_id = request.controller_id if request.controller_id >= 0 else None
+        brokers: dict[int, BrokerMetadata] = {}
+        for b in request.live_brokers:
+            endpoints = {
+                e.listener: (e.host, e.port, _security_protocol_name(e.security_protocol))
+                for e in b.endpoints
+            }
+            brokers[b.id] = BrokerMetadata(b.id, b.rack, endpoints)
+        self.brokers = brokers
+        deleted: list[tuple[str, int]] = []
+        for topic_state in request.topic_states:
+            topic = topic_state.topic_name
+            topic_id = _as_uuid(topic_state.topic_id)
+            if topic_id is not None and topic_id.int != 0:
+                self.topic_ids[topic] = topic_id
+                self.topic_names[topic_id] = topic
+            parts = self.partitions.setdefault(topic, {})
+            for ps in topic_state.partition_states:
+                if ps.leader == LEADER_DURING_DELETE:
+                    parts.pop(ps.partition_index, None)
+                    deleted.append((topic, ps.partition_index))
+                    continue
+                parts[ps.partition_index] = PartitionMetadata(
+                    ps.leader,
+                    ps.leader_epoch,
+                    tuple(ps.isr),
+                    tuple(ps.replicas),
+                    tuple(ps.offline_replicas or ()),
+                    ps.zk_version,
+                )
+            if not parts:
+                self.partitions.pop(topic, None)
+                tid = self.topic_ids.pop(topic, None)
+                if tid is not None:
+                    self.topic_names.pop(tid, None)
+        return deleted
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self.partitions
+
+    def all_topics(self) -> list[str]:
+        return sorted(self.partitions)
+
+    def partition_info(self, topic: str, partition: int) -> PartitionMetadata | None:
+        return self.partitions.get(topic, {}).get(partition)
+
+    def alive_broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    def alive_endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
+        b = self.brokers.get(broker_id)
+        if b is None or listener not in b.endpoints:
+            return None
+        host, port, _ = b.endpoints[listener]
+        return host, port
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return self.topic_ids.get(topic, uuid.UUID(int=0))
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self.topic_names.get(topic_id)
+
+
+def _as_uuid(value: Any) -> uuid.UUID | None:
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return uuid.UUID(bytes=bytes(value))
+    return uuid.UUID(str(value))
+
+
+_SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+def _security_protocol_name(value: Any) -> str:
+    if isinstance(value, int):
+        return _SECURITY_PROTOCOLS.get(value, "PLAINTEXT")
+    return str(value)

@@ -1,0 +1,311 @@
+"""ReplicaManager: the partitions this broker hosts, and the produce and fetch paths into them.
+
+State changes come only from the controller (LeaderAndIsr, StopReplica). Appends and reads run
+on the event loop; the log's own lock covers the background flush and retention threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkapy.protocol.errors import (
+    KafkaError,
+    KafkaStorageException,
+    NotLeaderOrFollowerException,
+    OffsetOutOfRangeException,
+    UnknownTopicOrPartitionException,
+    error_code,
+)
+from kafkapy.protocol.file_region import FileRegion
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.partition import Partition
+from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
+
+log = logging.getLogger("kafkapy.server.ReplicaManager")
+state_change_log = logging.getLogger("state.change.logger")
+
+STALE_CONTROLLER_EPOCH = 11
+CONSUMER_REPLICA_ID = -1
+
+
+@dataclass(slots=True)
+class ProduceResult:
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+    last_offset: int = -1
+
+
+@dataclass(slots=True)
+class FetchResult:
+    error_code: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: list[FileRegion] = field(default_factory=list)
+    size: int = 0
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: Any,
+        log_config_for: Callable[[str], Any],
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.log_config_for = log_config_for  # topic -> LogConfig (blocking: reads ZooKeeper)
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = 0
+        self.produce_purgatory = DelayedOperationPurgatory("Produce")
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
+
+    # -- controller requests --------------------------------------------------------------------
+
+    def become_leader_or_follower(self, request: Any, topic_configs: dict[str, Any]) -> dict[str, Any]:
+        """Apply LeaderAndIsr; `topic_configs` holds the LogConfig of each topic (read off-loop)."""
+        if request.controller_epoch < self.controller_epoch:
+            state_change_log.warning(
+                "[Broker id=%d] Ignoring LeaderAndIsr request from controller %d with epoch %d since its "
+                "controller epoch is older than the current %d",
+                self.broker_id,
+                request.controller_id,
+                request.controller_epoch,
+                self.controller_epoch,
+            )
+            return {"error_code": STALE_CONTROLLER_EPOCH, "topics": []}
+        self.controller_epoch = request.controller_epoch
+        topics_out = []
+        for ts in request.topic_states:
+            topic_id = _as_uuid(ts.topic_id)
+            errors = []
+            for ps in ts.partition_states:
+                tp = TopicPartition(ts.topic_name, ps.partition_index)
+                try:
+                    code = self._apply_partition_state(
+                        tp, ps, request, topic_id, topic_configs[ts.topic_name]
+                    )
+                except KafkaError as e:
+                    code = e.code
+                except Exception:
+                    state_change_log.exception(
+                        "[Broker id=%d] Error applying LeaderAndIsr for %s", self.broker_id, tp
+                    )
+                    code = KafkaStorageException.code
+                errors.append({"partition_index": ps.partition_index, "error_code": code})
+            topics_out.append({"topic_id": topic_id, "partition_errors": errors})
+        return {"error_code": 0, "topics": topics_out}
+
+    def _apply_partition_state(
+        self, tp: TopicPartition, ps: Any, request: Any, topic_id: uuid.UUID, config: Any
+    ) -> int:
+        partition = self.partitions.get(tp)
+        if partition is not None and ps.leader_epoch < partition.leader_epoch:
+            state_change_log.info(
+                "[Broker id=%d] Ignoring LeaderAndIsr for %s: leader epoch %d is older than the current %d",
+                self.broker_id,
+                tp,
+                ps.leader_epoch,
+                partition.leader_epoch,
+            )
+            return STALE_CONTROLLER_EPOCH
+        if self.broker_id not in ps.replicas:
+            return UnknownTopicOrPartitionException.code
+        if partition is None:
+            the_log = self.log_manager.get_or_create_log(tp, config)
+            partition = Partition(tp, self.broker_id, the_log)
+            self.partitions[tp] = partition
+        if ps.leader == self.broker_id:
+            partition.make_leader(ps, request.controller_epoch, topic_id)
+            role = "leader"
+        else:
+            partition.make_follower(ps, request.controller_epoch, topic_id)
+            role = "follower"
+        state_change_log.info(
+            "[Broker id=%d] %s %s with leader epoch %d, isr %s, replicas %s (controller %d epoch %d)",
+            self.broker_id,
+            "Became leader for" if role == "leader" else "Became follower of",
+            tp,
+            ps.leader_epoch,
+            list(ps.isr),
+            list(ps.replicas),
+            request.controller_id,
+            request.controller_epoch,
+        )
+        return 0
+
+    def stop_replicas(self, request: Any) -> dict[str, Any]:
+        if request.controller_epoch < self.controller_epoch:
+            return {"error_code": STALE_CONTROLLER_EPOCH, "partition_errors": []}
+        self.controller_epoch = request.controller_epoch
+        out = []
+        for ts in request.topic_states:
+            for ps in ts.partition_states:
+                tp = TopicPartition(ts.topic_name, ps.partition_index)
+                partition = self.partitions.pop(tp, None)
+                if ps.delete_partition:
+                    if partition is not None or self.log_manager.get_log(tp) is not None:
+                        self.log_manager.delete_log(tp)
+                elif partition is not None:
+                    partition.leader_id = -1
+                state_change_log.info(
+                    "[Broker id=%d] Stopped replica %s (delete=%s)", self.broker_id, tp, ps.delete_partition
+                )
+                self.fetch_purgatory.check_and_complete(tp)
+                out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0})
+        return {"error_code": 0, "partition_errors": out}
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition {tp}")
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerException(
+                f"Leader not local for partition {tp} on broker {self.broker_id}"
+            )
+        return partition
+
+    # -- produce --------------------------------------------------------------------------------
+
+    def append_records(
+        self, required_acks: int, entries: list[tuple[TopicPartition, Any]]
+    ) -> dict[TopicPartition, ProduceResult]:
+        """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`)."""
+        results: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries:
+            try:
+                partition = self.leader_partition(tp)
+                info = partition.append_records_to_leader(records, required_acks)
+                results[tp] = ProduceResult(
+                    0, info.first_offset, info.log_append_time, info.log_start_offset, None, info.last_offset
+                )
+                self.fetch_purgatory.check_and_complete(tp)
+            except KafkaError as e:
+                results[tp] = ProduceResult(e.code, -1, -1, -1, e.message)
+            except OSError as e:
+                log.error("Error appending to %s", tp, exc_info=e)
+                results[tp] = ProduceResult(KafkaStorageException.code, -1, -1, -1, str(e))
+        return results
+
+    async def await_isr(self, results: dict[TopicPartition, ProduceResult], timeout_ms: int) -> None:
+        """acks=all: wait until every appended partition's high watermark passes its last offset."""
+        pending = {tp: r for tp, r in results.items() if r.error_code == 0}
+
+        def can_complete() -> bool:
+            for tp, r in pending.items():
+                partition = self.partitions.get(tp)
+                if partition is None:
+                    continue
+                done, _ = partition.check_enough_replicas_reached(r.last_offset + 1)
+                if not done:
+                    return False
+            return True
+
+        op = DelayedOperation(can_complete)
+        satisfied = await self.produce_purgatory.try_complete_else_watch(op, pending, timeout_ms)
+        for tp, r in pending.items():
+            partition = self.partitions.get(tp)
+            if partition is None:
+                r.error_code = NotLeaderOrFollowerException.code
+                continue
+            done, code = partition.check_enough_replicas_reached(r.last_offset + 1)
+            r.error_code = code if done else 7  # REQUEST_TIMED_OUT
+            if not satisfied and not done:
+                r.error_message = "Timed out waiting for the ISR"
+
+    # -- fetch ----------------------------------------------------------------------------------
+
+    def read_from_local_log(
+        self,
+        replica_id: int,
+        isolation_level: int,
+        fetch_max_bytes: int,
+        partitions: list[tuple[TopicPartition, int, int]],
+    ) -> dict[TopicPartition, FetchResult]:
+        """Read (tp, fetch_offset, partition_max_bytes) ranges as file regions, Kafka's limits applied.
+
+        The first partition with data may exceed the limits by one batch, so a consumer always makes
+        progress past a batch larger than its max.partition.fetch.bytes.
+        """
+        results: dict[TopicPartition, FetchResult] = {}
+        remaining = fetch_max_bytes
+        min_one = True
+        for tp, offset, part_max in partitions:
+            res = FetchResult()
+            results[tp] = res
+            try:
+                partition = self.leader_partition(tp)
+                the_log = partition.log
+                hw = the_log.high_watermark
+                res.high_watermark = hw
+                res.last_stable_offset = hw
+                res.log_start_offset = the_log.log_start_offset
+                if replica_id >= 0:
+                    partition.update_follower_fetch_state(replica_id, offset)
+                    max_offset = None
+                else:
+                    max_offset = hw
+                info = the_log.read(offset, min(part_max, max(remaining, 0)), max_offset, min_one)
+                res.records = list(info.records)
+                res.size = sum(r.length for r in res.records)
+                if res.size:
+                    min_one = False
+                    remaining -= res.size
+            except KafkaError as e:
+                res.error_code = e.code
+            except Exception as e:  # a damaged segment must not take the whole fetch down
+                log.error("Error reading %s at offset %d", tp, offset, exc_info=e)
+                res.error_code = error_code(e)
+        return results
+
+    def fetchable_bytes(self, tp: TopicPartition, offset: int, replica_id: int) -> int:
+        """Bytes a fetch at `offset` would get now (for min_bytes); -1 if it must answer at once."""
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return -1
+        the_log = partition.log
+        end = the_log.log_end_offset if replica_id >= 0 else the_log.high_watermark
+        if offset == end:
+            return 0
+        if offset > end or offset < the_log.log_start_offset:
+            return -1
+        try:
+            info = the_log.read(offset, 1 << 30, end, True)
+        except OffsetOutOfRangeException:
+            return -1
+        return sum(r.length for r in info.records)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    if value is None:
+        return uuid.UUID(int=0)
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return uuid.UUID(bytes=bytes(value))
+    return uuid.UUID(str(value))
+
+
+async def gather_configs(
+    loop: asyncio.AbstractEventLoop, topics: set[str], config_for: Callable[[str], Any]
+) -> dict[str, Any]:
+    """Read the LogConfigs of `topics` off the event loop (ZooKeeper reads block)."""
+
+    def read_all() -> dict[str, Any]:
+        return {t: config_for(t) for t in topics}
+
+    return await loop.run_in_executor(None, read_all)
