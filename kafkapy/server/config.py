@@ -175,6 +175,10 @@ class KafkaConfig:
     def listeners(self) -> list[EndPoint]:
         return list(self._listeners)
 
+    def listener_endpoints(self) -> list[EndPoint]:
+        """The same as `listeners`: what the socket server binds."""
+        return list(self._listeners)
+
     @property
     def advertised_listeners(self) -> list[EndPoint]:
         return list(self._advertised)

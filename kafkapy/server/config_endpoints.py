@@ -6,6 +6,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkapy.server.config_def import ConfigException
 from kafkapy.server.config_keys import SECURITY_PROTOCOLS
@@ -15,8 +16,9 @@ _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
 ZOOKEEPER_DEFAULT_PORT = 2181
 
 
-@dataclass(frozen=True, slots=True)
-class EndPoint:
+class EndPoint(NamedTuple):
+    """A listener; a tuple (listener_name, security_protocol, host, port) so it unpacks too."""
+
     listener_name: str
     security_protocol: str
     host: str  # "" binds every interface
