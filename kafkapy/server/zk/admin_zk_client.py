@@ -1,0 +1,201 @@
+"""AdminZkClient: what tools and the CreateTopics/CreatePartitions/AlterConfigs/DeleteTopics APIs
+write into ZooKeeper. It only records requests; the controller acts on them.
+
+Errors are kafkapy.protocol.errors exceptions (TopicExistsException, InvalidTopicException,
+InvalidReplicationFactorException, ...) so the API layer maps them to codes in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kazoo.exceptions import NodeExistsError
+
+from kafkapy.protocol.errors import (
+    BrokerNotAvailableException,
+    InvalidConfigurationException,
+    InvalidPartitionsException,
+    InvalidReplicaAssignmentException,
+    InvalidTopicException,
+    TopicExistsException,
+    UnknownTopicOrPartitionException,
+)
+from kafkapy.server.zk.cluster_znodes import generate_topic_id
+from kafkapy.server.zk.config_znodes import ConfigType, sanitize
+from kafkapy.server.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
+from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.server.zk.replica_assignment import assign_replicas_to_brokers
+from kafkapy.server.zk.topic_name import colliding_topics, has_collision_chars, validate_topic_name
+from kafkapy.server.zk.topic_znodes import ReplicaAssignment
+
+log = logging.getLogger(__name__)
+
+# Kafka 2.8's topic-level config names (org.apache.kafka.common.config.TopicConfig).
+TOPIC_CONFIG_NAMES = frozenset({
+    "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms",
+    "flush.messages", "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+    "leader.replication.throttled.replicas", "max.compaction.lag.ms", "max.message.bytes",
+    "message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
+    "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas",
+    "preallocate", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+    "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable",
+})
+
+ConfigValidator = Callable[[Mapping[str, str]], None]
+
+
+def validate_topic_config_names(configs: Mapping[str, str]) -> None:
+    """The default check: names only. Whoever owns LogConfig can pass a full validator
+    (values, ranges) to AdminZkClient instead."""
+    for name in configs:
+        if name not in TOPIC_CONFIG_NAMES:
+            raise InvalidConfigurationException(f"Unknown topic config name: {name}")
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedTopic:
+    topic: str
+    topic_id: str | None
+    assignment: dict[int, list[int]]
+
+
+class AdminZkClient:
+    def __init__(self, zk: KafkaZkClient, config_validator: ConfigValidator = validate_topic_config_names,
+                 rng: random.Random | None = None) -> None:
+        self.zk = zk
+        self._validate_configs = config_validator
+        self._rng = rng
+
+    # -- topics -------------------------------------------------------------------------------
+
+    def create_topic(self, topic: str, partitions: int = -1, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None,
+                     replica_assignment: Mapping[int, Sequence[int]] | None = None,
+                     validate_only: bool = False, use_topic_id: bool = True) -> CreatedTopic:
+        """Create from a partition count and replication factor (placed by Kafka's algorithm over
+        the live brokers), or from an explicit {partition: replicas}."""
+        configs = dict(configs or {})
+        if replica_assignment is None:
+            assignment = assign_replicas_to_brokers(self.zk.get_sorted_broker_list(), partitions,
+                                                    replication_factor, rng=self._rng)
+        else:
+            assignment = {int(p): list(r) for p, r in replica_assignment.items()}
+        self.validate_topic_create(topic, assignment, configs)
+        topic_id = generate_topic_id() if use_topic_id else None
+        if not validate_only:
+            self.zk.create_topic_assignment(topic, topic_id, assignment, configs)
+            log.info("Topic creation %s", {"topic": topic, "assignment": assignment})
+        return CreatedTopic(topic, topic_id, dict(sorted(assignment.items())))
+
+    def validate_topic_create(self, topic: str, assignment: Mapping[int, Sequence[int]],
+                              configs: Mapping[str, str]) -> None:
+        validate_topic_name(topic)
+        if self.zk.is_topic_marked_for_deletion(topic):
+            raise TopicExistsException(f"Topic '{topic}' is marked for deletion.")
+        if has_collision_chars(topic):
+            existing = self.zk.get_all_topics_in_cluster()
+            if topic in existing:
+                raise TopicExistsException(f"Topic '{topic}' already exists.")
+            colliding = colliding_topics(topic, existing)
+            if colliding:
+                raise InvalidTopicException(f"Topic '{topic}' collides with existing topics: {', '.join(colliding)}")
+        if self.zk.topic_exists(topic):
+            raise TopicExistsException(f"Topic '{topic}' already exists.")
+        if len({len(r) for r in assignment.values()}) != 1:
+            raise InvalidReplicaAssignmentException("All partitions should have the same number of replicas")
+        for replicas in assignment.values():
+            if len(replicas) != len(set(replicas)):
+                raise InvalidReplicaAssignmentException(f"Duplicate replica assignment found: {dict(assignment)}")
+        if sorted(assignment) != list(range(len(assignment))):
+            raise InvalidReplicaAssignmentException("partitions should be a consecutive 0-based integer sequence")
+        self._validate_configs(configs)
+
+    def add_partitions(self, topic: str, num_partitions: int,
+                       replica_assignment: Mapping[int, Sequence[int]] | None = None,
+                       validate_only: bool = False) -> dict[int, list[int]]:
+        """Grow `topic` to `num_partitions`; returns the new partitions' assignment. An explicit
+        assignment covers the new partitions only, keyed by their partition ids."""
+        current = self.zk.get_topic_assignment(topic)
+        if current is None:
+            raise UnknownTopicOrPartitionException(f"The topic '{topic}' does not exist.")
+        if self.zk.is_topic_marked_for_deletion(topic):
+            raise InvalidTopicException(f"The topic '{topic}' is queued for deletion.")
+        existing = current.assignment
+        if 0 not in existing:
+            raise AdminOperationError(f"Unexpected existing replica assignment for topic '{topic}', "
+                                      f"partition id 0 is missing. Assignment: {current.replicas()}")
+        partition0 = existing[0].replicas
+        if num_partitions - len(existing) <= 0:
+            raise InvalidPartitionsException(
+                f"The number of partitions for a topic can only be increased. Topic {topic} currently has "
+                f"{len(existing)} partitions, {num_partitions} would not be an increase.")
+        brokers = self.zk.get_sorted_broker_list()
+        if replica_assignment is not None:
+            new = {int(p): list(r) for p, r in replica_assignment.items()}
+            self._validate_new_replica_assignment(new, len(partition0), set(brokers))
+        else:
+            # Continue the placement where the existing partitions left off.
+            start = next((i for i, b in enumerate(brokers) if b >= partition0[0]), 0)
+            new = assign_replicas_to_brokers(brokers, num_partitions - len(existing), len(partition0),
+                                             fixed_start_index=start, start_partition_id=len(existing))
+        if not validate_only:
+            combined: dict[int, ReplicaAssignment | Sequence[int]] = dict(existing)
+            combined.update(new)
+            self.zk.set_topic_assignment(topic, combined)
+        return new
+
+    @staticmethod
+    def _validate_new_replica_assignment(assignment: Mapping[int, list[int]], expected_rf: int,
+                                         broker_ids: set[int]) -> None:
+        for p, replicas in sorted(assignment.items()):
+            if not replicas:
+                raise InvalidReplicaAssignmentException(f"Cannot have replication factor of 0 for partition id {p}.")
+            if len(replicas) != len(set(replicas)):
+                raise InvalidReplicaAssignmentException(
+                    "Duplicate brokers not allowed in replica assignment: "
+                    f"{', '.join(map(str, replicas))} for partition id {p}.")
+            if not set(replicas) <= broker_ids:
+                raise BrokerNotAvailableException(
+                    f"Some brokers specified for partition id {p} are not available. Specified brokers: "
+                    f"{', '.join(map(str, replicas))}, available brokers: {', '.join(map(str, sorted(broker_ids)))}.")
+        bad = sorted((p, len(r)) for p, r in assignment.items() if len(r) != expected_rf)
+        if bad:
+            raise InvalidReplicaAssignmentException(
+                f"Inconsistent replication factor between partitions, partition 0 has {expected_rf} while "
+                f"partitions [{', '.join(str(p) for p, _ in bad)}] have replication factors "
+                f"[{', '.join(str(rf) for _, rf in bad)}], respectively.")
+
+    def delete_topic(self, topic: str) -> None:
+        """Record the deletion request; the controller does the deleting."""
+        if not self.zk.topic_exists(topic):
+            raise UnknownTopicOrPartitionException(f"Topic `{topic}` to delete does not exist")
+        try:
+            self.zk.create_delete_topic_path(topic)
+        except NodeExistsError:
+            raise TopicAlreadyMarkedForDeletionError(f"Topic {topic} is already marked for deletion") from None
+
+    # -- configs ------------------------------------------------------------------------------
+
+    def change_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Replace the topic's dynamic configs and notify every broker."""
+        if not self.zk.topic_exists(topic):
+            raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist.")
+        self._validate_configs(configs)
+        self.change_entity_config(ConfigType.TOPIC, topic, configs)
+
+    def change_entity_config(self, entity_type: str, entity_name: str, configs: Mapping[str, str]) -> None:
+        """Write /config/<type>/<name>, then /config/changes/config_change_N naming it: brokers
+        watch the changes, never the configs themselves."""
+        name = entity_name if entity_type == ConfigType.TOPIC else sanitize(entity_name)
+        self.zk.set_or_create_entity_configs(entity_type, name, configs)
+        self.zk.create_config_change_notification(f"{entity_type}/{name}")
+
+    def fetch_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        name = entity_name if entity_type == ConfigType.TOPIC else sanitize(entity_name)
+        return self.zk.get_entity_configs(entity_type, name)
+
+    def fetch_all_topic_configs(self) -> dict[str, dict[str, str]]:
+        return {t: self.zk.get_entity_configs(ConfigType.TOPIC, t) for t in sorted(self.zk.get_all_topics_in_cluster())}

@@ -1,0 +1,269 @@
+"""KafkaZkClient: Kafka's data in ZooKeeper, read and written through the znode classes.
+
+Thin on purpose (like Kafka's KafkaZkClient): each method is the znode class's path + encode /
+decode around one or a few ZooKeeper calls. Absent znodes read as None or empty collections.
+Methods taking `expected_controller_epoch_zk_version` are the controller's writes: with a version
+>= 0 they only apply while /controller_epoch still has it, else ControllerMovedException.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from kafkapy.protocol.errors import ControllerMovedException
+from kafkapy.server.zk.admin_znodes import (
+    IsrChangeNotificationSequenceZNode,
+    IsrChangeNotificationZNode,
+    PreferredReplicaElectionZNode,
+    ReassignPartitionsZNode,
+)
+from kafkapy.server.zk.cluster_znodes import (
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    BrokerInfo,
+    BrokerSequenceIdZNode,
+    ClusterIdZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    generate_cluster_id,
+)
+from kafkapy.server.zk.config_znodes import (
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityChangeNotificationZNode,
+)
+from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.server.zk.topic_zk import Assignment, TopicZkOps, UpdateLeaderAndIsrResult
+from kafkapy.server.zk.topic_znodes import TopicPartition
+from kafkapy.server.zk.zk_data import PERSISTENT_ZK_PATHS
+from kafkapy.server.zk.zk_io import MATCH_ANY_VERSION
+
+log = logging.getLogger(__name__)
+
+# The epoch /controller_epoch starts at; the first controller makes it 1.
+INITIAL_CONTROLLER_EPOCH = 0
+INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
+
+__all__ = ["Assignment", "KafkaZkClient", "UpdateLeaderAndIsrResult"]
+
+
+class KafkaZkClient(TopicZkOps):
+    # -- cluster ------------------------------------------------------------------------------
+
+    def create_top_level_paths(self) -> None:
+        for path in PERSISTENT_ZK_PATHS:
+            self.make_sure_persistent_path_exists(path)
+
+    def get_cluster_id(self) -> str | None:
+        got = self.get_data(ClusterIdZNode.path())
+        return None if got is None else ClusterIdZNode.decode(got[0])
+
+    def get_or_create_cluster_id(self, proposed: str | None = None) -> str:
+        existing = self.get_cluster_id()
+        if existing is not None:
+            return existing
+        try:
+            self.create_recursive(ClusterIdZNode.path(), ClusterIdZNode.encode(proposed or generate_cluster_id()))
+        except NodeExistsError:
+            pass  # another broker won the race: its id is the cluster's
+        cluster_id = self.get_cluster_id()
+        if cluster_id is None:
+            raise ZkDataError("Failed to get cluster id from Zookeeper. This can happen if "
+                              "/cluster/id is deleted from Zookeeper.")
+        return cluster_id
+
+    def generate_broker_sequence_id(self) -> int:
+        """Bump /brokers/seqid and return its new data version (unique per call)."""
+        path = BrokerSequenceIdZNode.path()
+        while True:
+            try:
+                return self.set_data(path, b"").version
+            except NoNodeError:
+                self.make_sure_persistent_path_exists(path)
+
+    def generate_broker_id(self, reserved_broker_max_id: int = 1000) -> int:
+        """broker.id.generation.enable: ids above reserved.broker.max.id, never reused."""
+        return reserved_broker_max_id + self.generate_broker_sequence_id()
+
+    # -- brokers ------------------------------------------------------------------------------
+
+    def register_broker(self, broker: BrokerInfo) -> int:
+        """Create the ephemeral /brokers/ids/<id>; returns its czxid, the broker epoch."""
+        path = BrokerIdZNode.path(broker.id)
+        czxid = self._checked_ephemeral_create(path, BrokerIdZNode.encode(broker))
+        log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d",
+                 broker.id, path, [e.connection_string for e in broker.endpoints], czxid)
+        return czxid
+
+    def update_broker_info(self, broker: BrokerInfo) -> None:
+        self.set_data(BrokerIdZNode.path(broker.id), BrokerIdZNode.encode(broker))
+
+    def _checked_ephemeral_create(self, path: str, data: bytes) -> int:
+        """Kafka's CheckedEphemeral: an existing node is fine only if this session owns it (a
+        create retried after a connection loss); another session's node is an error."""
+        while True:
+            try:
+                _, stat = self._retry(self._zk.create, path, data, ephemeral=True, makepath=True,
+                                      include_data=True)
+                return stat.czxid
+            except NodeExistsError:
+                got = self.get_data(path)
+                if got is None:
+                    continue  # the old owner's session ended meanwhile: try again
+                stat = got[1]
+                if stat.ephemeralOwner == self.session_id:
+                    return stat.czxid
+                raise NodeExistsError(
+                    f"Error while creating ephemeral at {path}, node already exists and owner "
+                    f"'{stat.ephemeralOwner}' does not match current session '{self.session_id}'"
+                ) from None
+
+    def get_sorted_broker_list(self) -> list[int]:
+        return sorted(int(c) for c in self.get_children(BrokerIdsZNode.path()))
+
+    def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        got = self.get_data(BrokerIdZNode.path(broker_id))
+        return None if got is None else BrokerIdZNode.decode(broker_id, got[0])
+
+    def get_all_brokers_in_cluster(self) -> list[BrokerInfo]:
+        return [b for b, _ in self.get_all_broker_and_epochs_in_cluster().values()]
+
+    def get_all_broker_and_epochs_in_cluster(self) -> dict[int, tuple[BrokerInfo, int]]:
+        """{broker id: (registration, broker epoch = czxid)}, in broker id order."""
+        result: dict[int, tuple[BrokerInfo, int]] = {}
+        for broker_id in self.get_sorted_broker_list():
+            got = self.get_data(BrokerIdZNode.path(broker_id))
+            if got is not None:  # gone between listing and reading
+                result[broker_id] = (BrokerIdZNode.decode(broker_id, got[0]), got[1].czxid)
+        return result
+
+    # -- controller ---------------------------------------------------------------------------
+
+    def get_controller_id(self) -> int | None:
+        got = self.get_data(ControllerZNode.path())
+        return None if got is None else ControllerZNode.decode(got[0])
+
+    def get_controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, zk version of /controller_epoch), or None before the first election."""
+        got = self.get_data(ControllerEpochZNode.path())
+        return None if got is None else (ControllerEpochZNode.decode(got[0]), got[1].version)
+
+    def register_controller_and_increment_controller_epoch(self, broker_id: int) -> tuple[int, int]:
+        """Try to become controller: in one transaction create the ephemeral /controller and bump
+        /controller_epoch from the version read. Returns (new epoch, its zk version); raises
+        ControllerMovedException if another broker got there first."""
+        current = self.get_controller_epoch()
+        if current is None:
+            current = self._maybe_create_controller_epoch_znode()
+        epoch, epoch_zk_version = current
+        new_epoch = epoch + 1
+        data = ControllerZNode.encode(broker_id)
+        try:
+            results = self.multi_fenced([
+                lambda t: t.create(ControllerZNode.path(), data, ephemeral=True),
+                lambda t: t.set_data(ControllerEpochZNode.path(), ControllerEpochZNode.encode(new_epoch),
+                                     epoch_zk_version),
+            ], MATCH_ANY_VERSION)
+            return new_epoch, results[1].version
+        except (NodeExistsError, BadVersionError):
+            # Either someone else won, or our own earlier attempt did before a connection loss.
+            if self.get_controller_id() == broker_id:
+                now = self.get_controller_epoch()
+                if now is not None and now[0] == new_epoch:
+                    return now
+            raise ControllerMovedException(
+                "Controller moved to another broker. Aborting controller startup procedure") from None
+
+    def _maybe_create_controller_epoch_znode(self) -> tuple[int, int]:
+        try:
+            self.create_recursive(ControllerEpochZNode.path(), ControllerEpochZNode.encode(INITIAL_CONTROLLER_EPOCH))
+            return INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION
+        except NodeExistsError:
+            current = self.get_controller_epoch()
+            if current is None:
+                raise ZkDataError("/controller_epoch vanished right after it existed") from None
+            return current
+
+    def delete_controller(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        """Resign: delete /controller (fenced, so a stale controller cannot remove a new one)."""
+        try:
+            self.multi_fenced([lambda t: t.delete(ControllerZNode.path())], expected_controller_epoch_zk_version)
+        except NoNodeError:
+            pass
+
+    # -- config change notifications ----------------------------------------------------------
+
+    def create_config_change_notification(self, sanitized_entity_path: str) -> str:
+        """Tell every broker that "topics/t" (etc.) changed; returns the sequential znode's path."""
+        self.make_sure_persistent_path_exists(ConfigEntityChangeNotificationZNode.path())
+        return self.create_recursive(ConfigEntityChangeNotificationSequenceZNode.create_path(),
+                                     ConfigEntityChangeNotificationSequenceZNode.encode(sanitized_entity_path),
+                                     sequential=True)
+
+    def get_config_change_notifications(self) -> list[str]:
+        """Names of the pending config_change_ znodes, oldest first."""
+        return sorted(self.get_children(ConfigEntityChangeNotificationZNode.path()))
+
+    # -- ISR change notifications -------------------------------------------------------------
+
+    def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
+        return self.create_recursive(IsrChangeNotificationSequenceZNode.path(),
+                                     IsrChangeNotificationSequenceZNode.encode(partitions), sequential=True)
+
+    def get_all_isr_change_notifications(self) -> list[str]:
+        """Sequence numbers of the pending notifications, oldest first."""
+        return sorted(IsrChangeNotificationSequenceZNode.sequence_number(c)
+                      for c in self.get_children(IsrChangeNotificationZNode.path()))
+
+    def get_partitions_from_isr_change_notifications(self, sequence_numbers: Iterable[str]) -> list[TopicPartition]:
+        partitions: set[TopicPartition] = set()
+        for seq in sequence_numbers:
+            got = self.get_data(IsrChangeNotificationSequenceZNode.path(seq))
+            if got is not None:
+                partitions |= IsrChangeNotificationSequenceZNode.decode(got[0])
+        return sorted(partitions)
+
+    def delete_isr_change_notifications(self, sequence_numbers: Iterable[str] | None = None,
+                                        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        """Delete the given notifications, or all of them."""
+        seqs = self.get_all_isr_change_notifications() if sequence_numbers is None else sequence_numbers
+        for seq in seqs:
+            self.delete_recursive(IsrChangeNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version)
+
+    # -- reassignment and preferred leader election -------------------------------------------
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, list[int]]:
+        got = self.get_data(ReassignPartitionsZNode.path())
+        return {} if got is None else ReassignPartitionsZNode.decode(got[0])
+
+    def reassign_partitions_in_progress(self) -> bool:
+        return self.path_exists(ReassignPartitionsZNode.path())
+
+    def create_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """NodeExistsError while a reassignment is still running."""
+        self.create_recursive(ReassignPartitionsZNode.path(), ReassignPartitionsZNode.encode(reassignment))
+
+    def set_or_create_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]],
+                                             expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        data = ReassignPartitionsZNode.encode(reassignment)
+        path = ReassignPartitionsZNode.path()
+        try:
+            self.multi_fenced([lambda t: t.set_data(path, data)], expected_controller_epoch_zk_version)
+        except NoNodeError:
+            self.multi_fenced([lambda t: t.create(path, data)], expected_controller_epoch_zk_version)
+
+    def delete_partition_reassignment(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        self.delete_recursive(ReassignPartitionsZNode.path(), expected_controller_epoch_zk_version)
+
+    def get_preferred_replica_election(self) -> set[TopicPartition]:
+        got = self.get_data(PreferredReplicaElectionZNode.path())
+        return set() if got is None else PreferredReplicaElectionZNode.decode(got[0])
+
+    def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        """NodeExistsError while an election is still in progress."""
+        self.create_recursive(PreferredReplicaElectionZNode.path(), PreferredReplicaElectionZNode.encode(partitions))
+
+    def delete_preferred_replica_election(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        self.delete_recursive(PreferredReplicaElectionZNode.path(), expected_controller_epoch_zk_version)
