@@ -147,7 +147,7 @@ class Processor(asyncio.BufferedProtocol):
             log.warning("Closing connection %s: invalid request header: %s", self.connection_id, e)
             self.close()
             return
-        request = Request(header, frame, body_offset, self.connection_id, self.client_host)
+        request = Request(header, frame, body_offset, self.connection_id, self.client_host, self.listener_name)
         try:
             result = server.apis.handle(request)
         except ProtocolError as e:

@@ -38,6 +38,7 @@ class Request:
     body_offset: int
     connection_id: str
     client_host: str
+    listener_name: str
     start_ns: int = field(default_factory=time.monotonic_ns)
     context: Any = None
 

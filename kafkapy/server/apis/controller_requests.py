@@ -1,0 +1,63 @@
+"""The controller's requests to brokers: LeaderAndIsr, UpdateMetadata, StopReplica, and the
+broker's ControlledShutdown request to the controller."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import KafkaError, NotControllerException
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.network.request_channel import Request
+from kafkapy.server.replica_manager import STALE_CONTROLLER_EPOCH, gather_configs
+
+state_change_log = logging.getLogger("state.change.logger")
+
+
+@handles(ApiKey.LEADER_AND_ISR)
+async def handle_leader_and_isr(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    topics = {ts.topic_name for ts in body.topic_states}
+    configs = await gather_configs(loop, topics, apis.server._log_config_for)
+    return apis.replica_manager.become_leader_or_follower(body, configs)
+
+
+@handles(ApiKey.UPDATE_METADATA)
+def handle_update_metadata(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    rm = apis.replica_manager
+    if body.controller_epoch < rm.controller_epoch:
+        state_change_log.warning(
+            "[Broker id=%d] Ignoring UpdateMetadata from controller %d with epoch %d older than %d",
+            apis.broker_id,
+            body.controller_id,
+            body.controller_epoch,
+            rm.controller_epoch,
+        )
+        return {"error_code": STALE_CONTROLLER_EPOCH}
+    rm.controller_epoch = body.controller_epoch
+    apis.metadata_cache.update_metadata(body)
+    return {"error_code": 0}
+
+
+@handles(ApiKey.STOP_REPLICA)
+def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    return apis.replica_manager.stop_replicas(body)
+
+
+@handles(ApiKey.CONTROLLED_SHUTDOWN)
+async def handle_controlled_shutdown(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    controller = apis.server.controller
+    if controller is None or not controller.is_active():
+        return {"error_code": NotControllerException.code, "remaining_partitions": []}
+    try:
+        remaining = await asyncio.wrap_future(
+            controller.controlled_shutdown(body.broker_id, body.broker_epoch)
+        )
+    except KafkaError as e:
+        return {"error_code": e.code, "remaining_partitions": []}
+    return {
+        "error_code": 0,
+        "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in sorted(remaining)],
+    }

@@ -1,0 +1,150 @@
+"""Fetch: the read hot path, with the min_bytes / max_wait long poll.
+
+Reads come back from the log as file regions; the response is encoded as header bytes plus
+those regions, and the Processor copies them into its reused send buffer. A fetch that cannot
+fill min_bytes waits in the fetch purgatory (no handler is blocked meanwhile) until an append
+to one of its partitions satisfies it or max_wait_ms passes.
+
+Fetch sessions (KIP-227) are declined by answering session id 0: clients then send full
+fetch requests, which is always correct.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from kafkapy.protocol import fetch as fetch_codec
+from kafkapy.protocol import messages
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    FetchSessionIdNotFoundException,
+    UnknownTopicIdException,
+    UnknownTopicOrPartitionException,
+)
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.network.request_channel import Request
+from kafkapy.server.purgatory import DelayedOperation
+from kafkapy.server.replica_manager import FetchResult
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(slots=True)
+class _Wanted:
+    topic: str | None
+    topic_id: uuid.UUID
+    partition: int
+    offset: int
+    max_bytes: int
+    error_code: int = 0
+
+
+def _replica_id(body: Any, version: int) -> int:
+    if version >= 15:
+        state = getattr(body, "replica_state", None)
+        return state.replica_id if state is not None else -1
+    return body.replica_id
+
+
+@handles(ApiKey.FETCH, raw=True)
+def handle_fetch(apis: KafkaApis, request: Request) -> Any:
+    header = request.header
+    version = header.api_version
+    body = messages.decode_request(header.api_key, version, request.buffer, request.body_offset)
+    cache = apis.metadata_cache
+    wanted: list[_Wanted] = []
+    for t in body.topics:
+        if version >= 13:
+            topic_id = t.topic_id
+            name = cache.topic_name(topic_id)
+            code = 0 if name is not None else UnknownTopicIdException.code
+        else:
+            topic_id, name = cache.topic_id(t.topic), t.topic
+            code = 0 if cache.contains_topic(name) else UnknownTopicOrPartitionException.code
+        for p in t.partitions:
+            wanted.append(_Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, code))
+    if version >= 7 and body.session_id != 0:
+        # We never hand out sessions, so an id the client thinks it has is unknown here.
+        return _encode(request, version, [], FetchSessionIdNotFoundException.code, {})
+    replica_id = _replica_id(body, version)
+    max_bytes = body.max_bytes if version >= 3 else 2**31 - 1
+    isolation = body.isolation_level if version >= 4 else 0
+    results = _read(apis, wanted, replica_id, isolation, max_bytes)
+    total = sum(r.size for r in results.values())
+    errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
+    if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
+        return _encode(request, version, wanted, 0, results)
+    return _delayed(apis, request, version, body, wanted, replica_id, isolation, max_bytes)
+
+
+async def _delayed(
+    apis: KafkaApis,
+    request: Request,
+    version: int,
+    body: Any,
+    wanted: list[_Wanted],
+    replica_id: int,
+    isolation: int,
+    max_bytes: int,
+) -> Any:
+    rm = apis.replica_manager
+    keys = [TopicPartition(w.topic, w.partition) for w in wanted if w.topic is not None]
+    offsets = {TopicPartition(w.topic, w.partition): w.offset for w in wanted if w.topic is not None}
+    min_bytes = body.min_bytes
+
+    def can_complete() -> bool:
+        available = 0
+        for tp, offset in offsets.items():
+            n = rm.fetchable_bytes(tp, offset, replica_id)
+            if n < 0:
+                return True  # leadership moved or the offset left the log: answer now
+            available += n
+            if available >= min_bytes:
+                return True
+        return False
+
+    await rm.fetch_purgatory.try_complete_else_watch(DelayedOperation(can_complete), keys, body.max_wait_ms)
+    # The request buffer may have been reused while we waited; `wanted` holds plain values.
+    results = _read(apis, wanted, replica_id, isolation, max_bytes)
+    return _encode(request, version, wanted, 0, results)
+
+
+def _read(
+    apis: KafkaApis, wanted: list[_Wanted], replica_id: int, isolation: int, max_bytes: int
+) -> dict[TopicPartition, FetchResult]:
+    ranges = [
+        (TopicPartition(w.topic, w.partition), w.offset, w.max_bytes)
+        for w in wanted
+        if not w.error_code and w.topic is not None
+    ]
+    return apis.replica_manager.read_from_local_log(replica_id, isolation, max_bytes, ranges)
+
+
+def _encode(
+    request: Request,
+    version: int,
+    wanted: list[_Wanted],
+    error_code: int,
+    results: dict[TopicPartition, FetchResult],
+) -> list[Any]:
+    topics: list[fetch_codec.FetchTopicResponse] = []
+    for w in wanted:
+        if not topics or topics[-1].topic_id != w.topic_id or topics[-1].name != w.topic:
+            topics.append(fetch_codec.FetchTopicResponse(w.topic or "", w.topic_id, []))
+        if w.error_code or w.topic is None:
+            part = fetch_codec.FetchPartitionResponse(w.partition, w.error_code, -1, -1, -1, [])
+        else:
+            r = results[TopicPartition(w.topic, w.partition)]
+            part = fetch_codec.FetchPartitionResponse(
+                w.partition,
+                r.error_code,
+                r.high_watermark,
+                r.last_stable_offset,
+                r.log_start_offset,
+                r.records,
+            )
+        topics[-1].partitions.append(part)
+    return fetch_codec.encode_fetch_response(version, request.header.correlation_id, 0, error_code, 0, topics)

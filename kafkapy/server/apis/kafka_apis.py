@@ -1,0 +1,117 @@
+"""KafkaApis: the dispatch table from ApiKey to handler.
+
+Each API family lives in its own module and registers its handlers with `@handles(ApiKey.X)`.
+A handler gets the decoded request body and returns the response body (a Message or a dict),
+or a coroutine that does; handlers marked `raw=True` decode their own body (the produce hot
+path keeps record sets as views into the receive buffer) and may return framed bytes.
+
+Errors: handlers raise typed exceptions from kafkapy.protocol.errors only for whole-request
+failures; per-partition failures are error codes inside the response, as Kafka answers them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafkapy.protocol import framing, messages
+from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from kafkapy.protocol.errors import ProtocolError
+from kafkapy.server.network.request_channel import Request
+
+if TYPE_CHECKING:
+    from kafkapy.server.kafka_server import KafkaServer
+
+log = logging.getLogger("kafkapy.server.KafkaApis")
+request_log = logging.getLogger("kafka.request.logger")
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    fn: Callable[..., Any]
+    raw: bool
+
+
+HANDLERS: dict[int, Handler] = {}
+
+
+def handles(api_key: ApiKey, raw: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        HANDLERS[int(api_key)] = Handler(fn, raw)
+        return fn
+
+    return register
+
+
+class KafkaApis:
+    def __init__(self, server: KafkaServer) -> None:
+        # Importing the handler modules fills HANDLERS.
+        from kafkapy.server.apis import (  # noqa: F401
+            api_versions,
+            cluster,
+            configs,
+            controller_requests,
+            fetch,
+            list_offsets,
+            metadata,
+            produce,
+            producer_ids,
+            records,
+            topics,
+        )
+
+        self.server = server
+        self.config = server.config
+
+    @property
+    def broker_id(self) -> int:
+        return self.server.broker_id
+
+    @property
+    def replica_manager(self) -> Any:
+        return self.server.replica_manager
+
+    @property
+    def metadata_cache(self) -> Any:
+        return self.server.metadata_cache
+
+    @property
+    def zk(self) -> Any:
+        return self.server.zk.client
+
+    def handle(self, request: Request) -> Any:
+        header = request.header
+        handler = HANDLERS.get(header.api_key)
+        versions = SUPPORTED_VERSIONS.get(header.api_key)
+        if header.api_key == ApiKey.API_VERSIONS and (versions is None or header.api_version > versions[1]):
+            # A client newer than us: answer in v0 with our ranges so it retries with a version we know.
+            from kafkapy.server.apis.api_versions import unsupported_version_response
+
+            return self.frame(request, unsupported_version_response(), version=0)
+        if handler is None or versions is None or not versions[0] <= header.api_version <= versions[1]:
+            raise ProtocolError(f"unsupported API key {header.api_key} version {header.api_version}")
+        if handler.raw:
+            result = handler.fn(self, request)
+        else:
+            body = messages.decode_request(
+                header.api_key, header.api_version, request.buffer, request.body_offset
+            )
+            result = handler.fn(self, request, body)
+        if inspect.isawaitable(result):
+            return self._finish(request, result, handler.raw)
+        return result if handler.raw else self.frame(request, result)
+
+    async def _finish(self, request: Request, pending: Any, raw: bool) -> Any:
+        result = await pending
+        return result if raw else self.frame(request, result)
+
+    def frame(self, request: Request, body: Any, version: int | None = None) -> bytes | None:
+        if body is None:
+            return None
+        header = request.header
+        v = header.api_version if version is None else version
+        payload = messages.encode_response(header.api_key, v, body)
+        return framing.frame_response(header.api_key, v, header.correlation_id, payload)

@@ -1,0 +1,125 @@
+"""Metadata: brokers, controller and topic partitions from the metadata cache.
+
+Unknown topics are created when auto.create.topics.enable is on and the client allows it
+(v4+ asks; older versions always allow), through the same ZooKeeper path as CreateTopics; the
+answer meanwhile is LEADER_NOT_AVAILABLE, as Kafka's, and the client retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    InvalidTopicException,
+    KafkaError,
+    LeaderNotAvailableException,
+    UnknownTopicIdException,
+    UnknownTopicOrPartitionException,
+)
+from kafkapy.server.apis.cluster import AUTHORIZED_OPERATIONS_OMITTED, brokers_for_listener, controller_id
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.network.request_channel import Request
+
+log = logging.getLogger("kafkapy.server.KafkaApis")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> dict[str, Any]:
+    cache = apis.metadata_cache
+    partitions = []
+    for index, p in sorted(cache.partitions.get(topic, {}).items()):
+        leader_known = p.leader >= 0 and cache.alive_endpoint(p.leader, listener) is not None
+        live = set(cache.brokers)
+        partitions.append(
+            {
+                "error_code": 0 if leader_known else LeaderNotAvailableException.code,
+                "partition_index": index,
+                "leader_id": p.leader if leader_known else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": list(p.replicas),
+                "isr_nodes": list(p.isr),
+                "offline_replicas": [r for r in p.replicas if r not in live],
+            }
+        )
+    return {
+        "error_code": 0,
+        "name": topic,
+        "topic_id": cache.topic_id(topic),
+        "is_internal": topic in INTERNAL_TOPICS,
+        "partitions": partitions,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+@handles(ApiKey.METADATA)
+def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
+    version = request.header.api_version
+    cache = apis.metadata_cache
+    listener = request.listener_name
+    requested = body.topics
+    all_topics = requested is None or (version == 0 and not requested)
+    allow_auto_create = version < 4 or bool(body.allow_auto_topic_creation)
+    topics_out: list[dict[str, Any]] = []
+    to_create: list[str] = []
+    if all_topics:
+        topics_out = [topic_metadata(apis, t, listener) for t in cache.all_topics()]
+    else:
+        for t in requested:
+            name = t.name
+            topic_id = getattr(t, "topic_id", None) or ZERO_UUID
+            if name is None and topic_id != ZERO_UUID:
+                name = cache.topic_name(topic_id)
+                if name is None:
+                    topics_out.append(_error_topic(None, UnknownTopicIdException.code, topic_id))
+                    continue
+            if name is not None and cache.contains_topic(name):
+                topics_out.append(topic_metadata(apis, name, listener))
+            elif name and allow_auto_create and apis.config.auto_create_topics_enable:
+                to_create.append(name)
+            else:
+                topics_out.append(_error_topic(name, UnknownTopicOrPartitionException.code))
+    response = {
+        "throttle_time_ms": 0,
+        "brokers": brokers_for_listener(apis, listener),
+        "cluster_id": apis.server.cluster_id,
+        "controller_id": controller_id(apis),
+        "topics": topics_out,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+    if not to_create:
+        return response
+    return _auto_create(apis, response, to_create)
+
+
+async def _auto_create(apis: KafkaApis, response: dict[str, Any], topics: list[str]) -> dict[str, Any]:
+    from kafkapy.server.apis.topics import auto_create_topic
+
+    loop = asyncio.get_running_loop()
+    for name in topics:
+        try:
+            await loop.run_in_executor(None, auto_create_topic, apis, name)
+            code = LeaderNotAvailableException.code
+        except InvalidTopicException as e:
+            code = e.code
+        except KafkaError as e:
+            # TOPIC_ALREADY_EXISTS: another request raced us; the metadata is on its way.
+            code = LeaderNotAvailableException.code if e.code == 36 else e.code
+        response["topics"].append(_error_topic(name, code))
+    return response

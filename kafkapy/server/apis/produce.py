@@ -1,0 +1,82 @@
+"""Produce: the append hot path.
+
+The request is decoded by hand (kafkapy.protocol.produce) so that each partition's record set
+stays a view into the connection's receive buffer; the log validates the batches, patches their
+base offsets in place and writes them. No record is decoded here. acks=all waits for the ISR
+in the produce purgatory; acks=0 gets no response (and, as in Kafka, a failed acks=0 request
+closes the connection, the only way to tell such a client something went wrong).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkapy.protocol import produce as produce_codec
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    CorruptRecordException,
+    InvalidRequiredAcksException,
+    TransactionalIdAuthorizationException,
+    UnknownTopicOrPartitionException,
+)
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.network.request_channel import Request
+from kafkapy.server.replica_manager import ProduceResult
+
+log = logging.getLogger("kafkapy.server.KafkaApis")
+
+
+class _CloseConnection(Exception):
+    pass
+
+
+@handles(ApiKey.PRODUCE, raw=True)
+def handle_produce(apis: KafkaApis, request: Request) -> Any:
+    header = request.header
+    req = produce_codec.decode_produce_request(header.api_version, request.buffer, request.body_offset)
+    acks = req.acks
+    results: dict[TopicPartition, ProduceResult] = {}
+    entries: list[tuple[TopicPartition, Any]] = []
+    cache = apis.metadata_cache
+    for topic, partitions in req.topics:
+        for index, records in partitions:
+            tp = TopicPartition(topic, index)
+            if acks not in (-1, 0, 1):
+                results[tp] = ProduceResult(InvalidRequiredAcksException.code)
+            elif req.transactional_id is not None:
+                # No transaction coordinator yet: refuse rather than pretend to be transactional.
+                results[tp] = ProduceResult(TransactionalIdAuthorizationException.code)
+            elif not cache.contains_topic(topic) or cache.partition_info(topic, index) is None:
+                results[tp] = ProduceResult(UnknownTopicOrPartitionException.code)
+            elif records is None or len(records) == 0:
+                results[tp] = ProduceResult(CorruptRecordException.code)
+            else:
+                results[tp] = ProduceResult()  # placeholder keeps the request's order
+                entries.append((tp, records))
+    if entries:
+        results.update(apis.replica_manager.append_records(acks, entries))
+    if acks == 0:
+        if any(r.error_code for r in results.values()):
+            from kafkapy.protocol.errors import ProtocolError
+
+            raise ProtocolError("acks=0 produce request failed: closing the connection to tell the client")
+        return None
+    if acks == -1 and entries:
+        return _await_isr(apis, request, req, results)
+    return _respond(request, req, results)
+
+
+async def _await_isr(
+    apis: KafkaApis, request: Request, req: Any, results: dict[TopicPartition, ProduceResult]
+) -> Any:
+    await apis.replica_manager.await_isr(results, req.timeout_ms)
+    return _respond(request, req, results)
+
+
+def _respond(request: Request, req: Any, results: dict[TopicPartition, ProduceResult]) -> bytes:
+    header = request.header
+    return produce_codec.encode_produce_response(
+        header.api_version, header.correlation_id, req.topics, results
+    )

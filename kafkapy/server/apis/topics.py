@@ -1,0 +1,225 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: requests written into ZooKeeper.
+
+As in Kafka's ZooKeeper mode these go to the controller broker, which writes the topic's
+znodes (or the /admin/delete_topics marker) and then waits, up to the request's timeout, until
+its own metadata cache shows the result: the controller's watch on ZooKeeper does the real
+work and tells every broker through LeaderAndIsr and UpdateMetadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    KafkaError,
+    NotControllerException,
+    TimeoutException,
+    TopicDeletionDisabledException,
+    UnknownTopicIdException,
+    UnknownTopicOrPartitionException,
+)
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.network.request_channel import Request
+
+_POLL_S = 0.02
+
+
+def topic_id_from_zk(topic_id: str | None) -> uuid.UUID | None:
+    """ZooKeeper keeps topic ids as Kafka's Uuid.toString: url-safe base64 without padding."""
+    if not topic_id:
+        return None
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+def _admin(apis: KafkaApis) -> Any:
+    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+
+    return AdminZkClient(apis.zk)
+
+
+def is_controller(apis: KafkaApis) -> bool:
+    controller = apis.server.controller
+    return controller is not None and controller.is_active()
+
+
+async def wait_until(predicate: Callable[[], bool], timeout_ms: int) -> bool:
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(_POLL_S)
+    return True
+
+
+def _topic_ready(apis: KafkaApis, topic: str, partitions: int | None = None) -> bool:
+    parts = apis.metadata_cache.partitions.get(topic)
+    if not parts or any(p.leader < 0 for p in parts.values()):
+        return False
+    return partitions is None or len(parts) >= partitions
+
+
+def auto_create_topic(apis: KafkaApis, topic: str) -> None:
+    """Metadata's auto-creation with the broker defaults (blocking: runs off the loop)."""
+    from kafkapy.server.apis.metadata import INTERNAL_TOPICS
+
+    if topic in INTERNAL_TOPICS:
+        return
+    _admin(apis).create_topic(topic, apis.config.num_partitions, apis.config.default_replication_factor, {})
+
+
+# -- CreateTopics ------------------------------------------------------------------------------
+
+
+@handles(ApiKey.CREATE_TOPICS)
+async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    results: list[dict[str, Any]] = []
+    created: list[tuple[dict[str, Any], int]] = []
+    controller = is_controller(apis)
+    seen: set[str] = set()
+    for t in body.topics:
+        result: dict[str, Any] = {
+            "name": t.name,
+            "topic_id": None,
+            "error_code": 0,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": None,
+        }
+        results.append(result)
+        if not controller:
+            result["error_code"] = NotControllerException.code
+            result["error_message"] = "This is not the correct controller for this cluster."
+            continue
+        if t.name in seen:
+            result["error_code"] = 42  # INVALID_REQUEST
+            result["error_message"] = f"Create topics request from client contains a duplicate topic {t.name}"
+            continue
+        seen.add(t.name)
+        partitions = t.num_partitions if t.num_partitions != -1 else apis.config.num_partitions
+        rf = t.replication_factor if t.replication_factor != -1 else apis.config.default_replication_factor
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
+        configs = {c.name: c.value for c in t.configs}
+        create = functools.partial(
+            _admin(apis).create_topic,
+            t.name,
+            partitions,
+            rf,
+            configs,
+            assignment,
+            validate_only=body.validate_only,
+        )
+        try:
+            created_topic = await loop.run_in_executor(None, create)
+        except KafkaError as e:
+            result["error_code"] = e.code
+            result["error_message"] = e.message
+            continue
+        final_assignment = created_topic.assignment
+        result["topic_id"] = topic_id_from_zk(created_topic.topic_id)
+        result["num_partitions"] = len(final_assignment)
+        result["replication_factor"] = len(next(iter(final_assignment.values()), []))
+        result["configs"] = [
+            {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
+            for k, v in sorted(configs.items())
+        ]
+        if not body.validate_only:
+            created.append((result, len(final_assignment)))
+    for result, n in created:
+        if not await wait_until(lambda r=result, n=n: _topic_ready(apis, r["name"], n), body.timeout_ms):
+            result["error_code"] = TimeoutException.code
+            result["error_message"] = f"Timed out waiting for topic {result['name']} to be created"
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+# -- DeleteTopics ------------------------------------------------------------------------------
+
+
+@handles(ApiKey.DELETE_TOPICS)
+async def handle_delete_topics(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    cache = apis.metadata_cache
+    if request.header.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    else:
+        wanted = [(name, None) for name in body.topic_names]
+    responses: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for name, topic_id in wanted:
+        if name is None and topic_id is not None:
+            name = cache.topic_name(topic_id)
+            if name is None:
+                responses.append(
+                    {
+                        "name": None,
+                        "topic_id": topic_id,
+                        "error_code": UnknownTopicIdException.code,
+                        "error_message": None,
+                    }
+                )
+                continue
+        response = {"name": name, "topic_id": cache.topic_id(name), "error_code": 0, "error_message": None}
+        responses.append(response)
+        if not is_controller(apis):
+            response["error_code"] = NotControllerException.code
+        elif not apis.config.delete_topic_enable:
+            response["error_code"] = TopicDeletionDisabledException.code
+            response["error_message"] = "Topic deletion is disabled."
+        elif not cache.contains_topic(name):
+            response["error_code"] = UnknownTopicOrPartitionException.code
+            response["error_message"] = "This server does not host this topic-partition."
+        else:
+            try:
+                await loop.run_in_executor(None, _admin(apis).delete_topic, name)
+                pending.append(response)
+            except KafkaError as e:
+                response["error_code"] = e.code
+                response["error_message"] = e.message
+    for response in pending:
+        if not await wait_until(lambda n=response["name"]: not cache.contains_topic(n), body.timeout_ms):
+            response["error_code"] = TimeoutException.code
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+# -- CreatePartitions --------------------------------------------------------------------------
+
+
+@handles(ApiKey.CREATE_PARTITIONS)
+async def handle_create_partitions(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    results: list[dict[str, Any]] = []
+    pending: list[tuple[dict[str, Any], int]] = []
+    for t in body.topics:
+        result = {"name": t.name, "error_code": 0, "error_message": None}
+        results.append(result)
+        if not is_controller(apis):
+            result["error_code"] = NotControllerException.code
+            continue
+        existing = len(apis.metadata_cache.partitions.get(t.name, {}))
+        assignments = (
+            {existing + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
+            if t.assignments is not None
+            else None
+        )
+        add = functools.partial(
+            _admin(apis).add_partitions, t.name, t.count, assignments, validate_only=body.validate_only
+        )
+        try:
+            await loop.run_in_executor(None, add)
+            if not body.validate_only:
+                pending.append((result, t.count))
+        except KafkaError as e:
+            result["error_code"] = e.code
+            result["error_message"] = e.message
+    for result, count in pending:
+        if not await wait_until(lambda r=result, c=count: _topic_ready(apis, r["name"], c), body.timeout_ms):
+            result["error_code"] = TimeoutException.code
+    return {"throttle_time_ms": 0, "results": results}

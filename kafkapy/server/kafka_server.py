@@ -1,0 +1,205 @@
+"""KafkaServer: the broker's start-up and shutdown order and its broker state.
+
+Start-up follows Kafka's KafkaServer.startup: ZooKeeper (and the cluster id), the broker id,
+the logs (recovering them after an unclean shutdown), the socket server, the replica manager,
+the broker's registration in ZooKeeper, the controller, and then requests are served.
+Shutdown runs the other way round and ends with a clean-shutdown marker in every log dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from enum import IntEnum
+from typing import Any
+
+from kafkapy.server.broker_registration import BrokerRegistration
+from kafkapy.server.log_tasks import LogTasks
+from kafkapy.server.meta_properties import check_and_write_meta_properties
+from kafkapy.server.metadata_cache import MetadataCache
+from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
+from kafkapy.server.producer_id_manager import ProducerIdManager
+from kafkapy.server.replica_manager import ReplicaManager
+from kafkapy.server.zk_connection import ZooKeeperConnection
+
+log = logging.getLogger("kafkapy.server.KafkaServer")
+
+
+class BrokerState(IntEnum):
+    """Kafka's broker states (the values of its BrokerState metric)."""
+
+    NotRunning = 0
+    Starting = 1
+    RecoveringFromUncleanShutdown = 2
+    RunningAsBroker = 3
+    PendingControlledShutdown = 6
+    BrokerShuttingDown = 7
+
+
+class KafkaServer:
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.state = BrokerState.NotRunning
+        self.broker_id: int = config.broker_id
+        self.cluster_id: str | None = None
+        self.zk = ZooKeeperConnection(config)
+        self.log_manager: Any = None
+        self.metadata_cache: MetadataCache | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.socket_server: SocketServer | None = None
+        self.apis: Any = None
+        self.controller: Any = None
+        self.producer_id_manager: ProducerIdManager | None = None
+        self.registration: BrokerRegistration | None = None
+        self.log_tasks: LogTasks | None = None
+        self._stop = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def log_ident(self) -> str:
+        return f"[KafkaServer id={self.broker_id}]"
+
+    # -- process entry point --------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT; returns the process exit code."""
+        return asyncio.run(self._run())
+
+    async def _run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        loop.set_default_executor(_executor(self.config))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        try:
+            await self.startup()
+        except Exception:
+            log.exception("%s Fatal error during KafkaServer startup. Prepare to shutdown", self.log_ident)
+            await self.shutdown()
+            return 1
+        await self._stop.wait()
+        await self.shutdown()
+        return 0
+
+    def request_stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+
+    # -- startup --------------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        from kafkapy.server.apis.kafka_apis import KafkaApis
+        from kafkapy.server.log.log_config import LogConfig
+        from kafkapy.server.log.log_manager import LogManager
+
+        loop = asyncio.get_running_loop()
+        log.info("%s starting", self.log_ident)
+        self.state = BrokerState.Starting
+        await loop.run_in_executor(None, self.zk.connect)
+        zk = self.zk.client
+        self.cluster_id = await loop.run_in_executor(None, zk.get_or_create_cluster_id)
+        log.info("Cluster ID = %s", self.cluster_id)
+        if self.broker_id < 0:
+            self.broker_id = await loop.run_in_executor(None, zk.generate_broker_id)
+        await loop.run_in_executor(
+            None, check_and_write_meta_properties, self.config.log_dirs, self.broker_id, self.cluster_id
+        )
+
+        default_log_config = LogConfig.from_props(self.config.log_config_props())
+        self.log_manager = LogManager(self.config.log_dirs, default_log_config)
+        if not self.log_manager.had_clean_shutdown():
+            self.state = BrokerState.RecoveringFromUncleanShutdown
+        await loop.run_in_executor(None, self.log_manager.startup)
+        self.state = BrokerState.Starting
+
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._log_config_for)
+        self.apis = KafkaApis(self)
+        from kafkapy.protocol import framing
+        from kafkapy.protocol.api_keys import api_name
+
+        self.socket_server = SocketServer(
+            self.config,
+            [
+                ListenerEndpoint(ep.listener_name, ep.security_protocol, ep.host, ep.port)
+                for ep in self.config.listener_endpoints()
+            ],
+            self.apis,
+            framing.parse_request_header,
+            api_name,
+        )
+        await self.socket_server.startup()
+        self.log_tasks = LogTasks(self.config, self.log_manager, self.replica_manager)
+        self.log_tasks.start()
+
+        self.registration = BrokerRegistration(self.config, zk, self.broker_id, self.socket_server.bound)
+        await loop.run_in_executor(None, self.registration.register)
+        self.zk.on_new_session(self._on_new_zk_session)
+
+        from kafkapy.server.controller.kafka_controller import KafkaController
+
+        self.controller = KafkaController(
+            self.config, zk, self.registration.broker_info, self.registration.broker_epoch
+        )
+        await loop.run_in_executor(None, self.controller.startup)
+        self.state = BrokerState.RunningAsBroker
+        log.info("%s started", self.log_ident)
+
+    def _log_config_for(self, topic: str) -> Any:
+        """The LogConfig of `topic`: broker defaults overridden by /config/topics/<topic> (blocking)."""
+        from kafkapy.server.log.log_config import LogConfig
+
+        overrides = self.zk.client.get_entity_configs("topics", topic) or {}
+        return LogConfig.from_props({**self.config.log_config_props(), **overrides})
+
+    def _on_new_zk_session(self) -> None:
+        """Runs on a kazoo thread after the session expired and a new one was established."""
+        log.info("%s ZooKeeper session re-established: re-registering broker", self.log_ident)
+        if self.registration is not None:
+            self.registration.register()
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        loop = asyncio.get_running_loop()
+        log.info("%s shutting down", self.log_ident)
+        if self.state == BrokerState.RunningAsBroker and self.config.controlled_shutdown_enable:
+            self.state = BrokerState.PendingControlledShutdown
+            await self._controlled_shutdown()
+        self.state = BrokerState.BrokerShuttingDown
+        if self.socket_server is not None:
+            await self.socket_server.shutdown()
+        if self.log_tasks is not None:
+            self.log_tasks.stop()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.controller is not None:
+            await loop.run_in_executor(None, self.controller.shutdown)
+        if self.log_manager is not None:
+            await loop.run_in_executor(None, self.log_manager.shutdown)
+        await loop.run_in_executor(None, self.zk.close)
+        self.state = BrokerState.NotRunning
+        log.info("%s shut down completed", self.log_ident)
+
+    async def _controlled_shutdown(self) -> None:
+        from kafkapy.server.controlled_shutdown import request_controlled_shutdown
+
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, request_controlled_shutdown, self)
+        except Exception as e:
+            log.warning(
+                "%s Controlled shutdown failed: %s; proceeding to unclean leadership moves", self.log_ident, e
+            )
+
+
+def _executor(config: Any) -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Blocking work (ZooKeeper reads, fsync, recovery) runs here, sized like Kafka's io threads.
+    return ThreadPoolExecutor(max_workers=max(4, int(config.num_io_threads)), thread_name_prefix="kafka-io")
+
+
+__all__ = ["BrokerState", "KafkaServer"]
