@@ -15,6 +15,7 @@ from enum import IntEnum
 from typing import Any
 
 from kafkapy.server.broker_registration import BrokerRegistration
+from kafkapy.server.dynamic_config_manager import DynamicConfigManager
 from kafkapy.server.log_tasks import LogTasks
 from kafkapy.server.meta_properties import check_and_write_meta_properties
 from kafkapy.server.metadata_cache import MetadataCache
@@ -118,7 +119,13 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._log_config_for)
         self.apis = KafkaApis(self)
         from kafkapy.protocol import framing
-        from kafkapy.protocol.api_keys import api_name
+        from kafkapy.protocol.api_keys import ApiKey
+
+        def api_name(key: int) -> str:
+            try:
+                return ApiKey(key).name
+            except ValueError:
+                return f"ApiKey({key})"
 
         self.socket_server = SocketServer(
             self.config,
@@ -133,6 +140,9 @@ class KafkaServer:
         await self.socket_server.startup()
         self.log_tasks = LogTasks(self.config, self.log_manager, self.replica_manager)
         self.log_tasks.start()
+
+        self.dynamic_config_manager = DynamicConfigManager(zk, self._apply_topic_config)
+        await loop.run_in_executor(None, self.dynamic_config_manager.startup)
 
         self.registration = BrokerRegistration(self.config, zk, self.broker_id, self.socket_server.bound)
         await loop.run_in_executor(None, self.registration.register)
@@ -153,6 +163,11 @@ class KafkaServer:
 
         overrides = self.zk.client.get_entity_configs("topics", topic) or {}
         return LogConfig.from_props({**self.config.log_config_props(), **overrides})
+
+    def _apply_topic_config(self, topic: str) -> None:
+        """A topic's config changed in ZooKeeper: give its logs the new LogConfig (kazoo thread)."""
+        config = self._log_config_for(topic)
+        self.log_manager.update_config(topic, config)
 
     def _on_new_zk_session(self) -> None:
         """Runs on a kazoo thread after the session expired and a new one was established."""

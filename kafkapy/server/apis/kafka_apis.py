@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol import framing, messages
-from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, advertised_versions
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.server.network.request_channel import Request
 
@@ -44,6 +44,12 @@ def handles(api_key: ApiKey, raw: bool = False) -> Callable[[Callable[..., Any]]
         return fn
 
     return register
+
+
+def advertised() -> list[tuple[int, int, int]]:
+    """ApiVersions rows: only the APIs this broker has a handler for, so clients never pick one
+    that would fail."""
+    return advertised_versions({k: v for k, v in SUPPORTED_VERSIONS.items() if int(k) in HANDLERS})
 
 
 class KafkaApis:
@@ -88,9 +94,7 @@ class KafkaApis:
         versions = SUPPORTED_VERSIONS.get(header.api_key)
         if header.api_key == ApiKey.API_VERSIONS and (versions is None or header.api_version > versions[1]):
             # A client newer than us: answer in v0 with our ranges so it retries with a version we know.
-            from kafkapy.server.apis.api_versions import unsupported_version_response
-
-            return self.frame(request, unsupported_version_response(), version=0)
+            return framing.api_versions_fallback_frame(header.correlation_id, advertised())
         if handler is None or versions is None or not versions[0] <= header.api_version <= versions[1]:
             raise ProtocolError(f"unsupported API key {header.api_key} version {header.api_version}")
         if handler.raw:
@@ -114,4 +118,4 @@ class KafkaApis:
         header = request.header
         v = header.api_version if version is None else version
         payload = messages.encode_response(header.api_key, v, body)
-        return framing.frame_response(header.api_key, v, header.correlation_id, payload)
+        return framing.encode_response_frame(header.api_key, v, header.correlation_id, payload)

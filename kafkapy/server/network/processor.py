@@ -142,12 +142,14 @@ class Processor(asyncio.BufferedProtocol):
     def _dispatch(self, frame: memoryview) -> None:
         server = self.server
         try:
-            header, body_offset = server.parse_header(frame)
+            header = server.parse_header(frame)
         except ProtocolError as e:
             log.warning("Closing connection %s: invalid request header: %s", self.connection_id, e)
             self.close()
             return
-        request = Request(header, frame, body_offset, self.connection_id, self.client_host, self.listener_name)
+        request = Request(
+            header, frame, header.body_offset, self.connection_id, self.client_host, self.listener_name
+        )
         try:
             result = server.apis.handle(request)
         except ProtocolError as e:

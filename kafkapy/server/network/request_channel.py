@@ -16,15 +16,6 @@ from typing import Any
 
 
 @dataclass(slots=True)
-class RequestHeader:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    header_version: int  # request header version: 1 or 2 (flexible)
-
-
-@dataclass(slots=True)
 class Request:
     """One request read off a connection.
 
@@ -33,7 +24,7 @@ class Request:
     await copy what they keep.
     """
 
-    header: RequestHeader
+    header: Any  # kafkapy.protocol.framing.RequestHeader
     buffer: memoryview
     body_offset: int
     connection_id: str

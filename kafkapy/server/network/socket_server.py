@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafkapy.server.network.processor import Processor
-from kafkapy.server.network.request_channel import Request, RequestChannel, RequestHeader
+from kafkapy.server.network.request_channel import Request, RequestChannel
 
 log = logging.getLogger("kafkapy.network.SocketServer")
 
@@ -42,7 +42,7 @@ class SocketServer:
         self.config = config
         self.endpoints = endpoints
         self.apis = apis
-        self.parse_header = parse_header  # (frame) -> (RequestHeader, body_offset)
+        self.parse_header = parse_header  # (frame) -> framing.RequestHeader
         self.api_name = api_name
         self.request_channel = RequestChannel(config.queued_max_requests)
         self.connections: set[Processor] = set()
@@ -116,4 +116,4 @@ class SocketServer:
                     conn.close()
 
 
-__all__ = ["ListenerEndpoint", "Request", "RequestHeader", "SocketServer"]
+__all__ = ["ListenerEndpoint", "Request", "SocketServer"]
