@@ -11,6 +11,8 @@ import json
 import time
 from typing import Any
 
+from kafkapy.server.zk.errors import ZkDataError
+
 
 def encode_json(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -20,7 +22,10 @@ def decode_json(data: bytes | None) -> Any:
     """Parse znode data; an empty or absent payload is None, like Kafka's `Json.parseBytes`."""
     if not data:
         return None
-    return json.loads(data.decode("utf-8"))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as e:  # bad UTF-8 or bad JSON
+        raise ZkDataError(f"Invalid JSON in znode: {data[:200]!r}") from e
 
 
 def ordered(obj: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
