@@ -1,0 +1,419 @@
+"""Record batch v2 (magic 2), Kafka's on-disk and on-wire unit of records. No I/O.
+
+Batch header, 61 bytes, big-endian::
+
+    offset  size  field
+         0     8  baseOffset            first offset of the batch (assigned by the leader)
+         8     4  batchLength           bytes after this field, i.e. batch size - 12
+        12     4  partitionLeaderEpoch  leader epoch at append time (assigned by the leader)
+        16     1  magic                 2
+        17     4  crc                   CRC-32C (Castagnoli) of bytes 21..end of batch
+        21     2  attributes            see `Attr`
+        23     4  lastOffsetDelta       last offset - baseOffset
+        27     8  baseTimestamp         timestamp of the first record
+        35     8  maxTimestamp          largest timestamp (the append time with LogAppendTime)
+        43     8  producerId            -1 without idempotence
+        51     2  producerEpoch
+        53     4  baseSequence          sequence number of the first record, -1 without idempotence
+        57     4  recordsCount
+        61        records (compressed as a whole when attributes say so)
+
+The CRC starts at `attributes`, so a broker patches baseOffset and partitionLeaderEpoch in
+place without touching it; only LogAppendTime (attributes + maxTimestamp) needs a new CRC.
+
+A record (uncompressed form) is: length varint, attributes int8, timestampDelta varlong,
+offsetDelta varint, keyLength varint, key, valueLength varint, value, headers count varint,
+then per header keyLength varint, key (UTF-8), valueLength varint, value; lengths of -1 mean
+null. Varints are zig-zag encoded. The broker never decodes records on the append path; the
+record codec here serves tests, tools and timestamp lookups.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from kafkapy.protocol.errors import (
+    CorruptRecordException,
+    InvalidRecordException,
+    RecordTooLargeException,
+    UnsupportedForMessageFormatException,
+)
+
+HEADER = struct.Struct(
+    ">q"  # baseOffset
+    "i"  # batchLength
+    "i"  # partitionLeaderEpoch
+    "b"  # magic
+    "I"  # crc (unsigned: CRC-32C is a 32-bit unsigned checksum)
+    "h"  # attributes
+    "i"  # lastOffsetDelta
+    "q"  # baseTimestamp
+    "q"  # maxTimestamp
+    "q"  # producerId
+    "h"  # producerEpoch
+    "i"  # baseSequence
+    "i"  # recordsCount
+)
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the prefix every batch format shares
+HEADER_SIZE_UP_TO_MAGIC = 17
+MIN_RECORD_OVERHEAD = 14  # magic v0's record overhead: Kafka's first sanity bound on batchLength
+
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+
+MAGIC_V2 = 2
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+INT32_MAX = 2**31 - 1
+
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+
+
+class Attr(IntFlag):
+    """Bits of the `attributes` field."""
+
+    COMPRESSION_MASK = 0x07  # 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd
+    LOG_APPEND_TIME = 0x08  # timestampType: 0 CreateTime, 1 LogAppendTime
+    TRANSACTIONAL = 0x10
+    CONTROL = 0x20
+    DELETE_HORIZON = 0x40
+
+
+class CompressionType(IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(IntEnum):
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class BatchHeader(NamedTuple):
+    """The parsed 61-byte header. A tuple, not a dataclass: one is built per batch on hot paths."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & Attr.COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType(1 if self.attributes & Attr.LOG_APPEND_TIME else 0)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & Attr.TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & Attr.CONTROL)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def last_sequence(self) -> int:
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Sequence numbers wrap from INT32_MAX to 0, as producers number them."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def read_header(buf: memoryview | bytes | bytearray, position: int = 0) -> BatchHeader:
+    return BatchHeader._make(HEADER.unpack_from(buf, position))
+
+
+def compute_crc(buf: memoryview, position: int, size: int) -> int:
+    return crc32c(buf[position + ATTRIBUTES_OFFSET : position + size])
+
+
+def iter_batches(
+    buf: memoryview, position: int = 0, end: int | None = None
+) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each whole v2 batch in `buf[position:end]`, without copying.
+
+    Stops quietly at a trailing incomplete batch, as Kafka's log input streams do (a fetch
+    response or a file may end mid-batch); raises CorruptRecordException on a length or magic
+    that cannot belong to a batch.
+    """
+    end = len(buf) if end is None else end
+    while end - position >= HEADER_SIZE:
+        header = read_header(buf, position)
+        size = checked_batch_size(header)
+        if position + size > end:
+            return
+        yield position, header
+        position += size
+
+
+def checked_batch_size(header: BatchHeader) -> int:
+    """The batch's size from its header, once length and magic are plausible for a v2 batch."""
+    if header.batch_length < MIN_RECORD_OVERHEAD:
+        raise CorruptRecordException(
+            f"Record size {header.batch_length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})"
+        )
+    if header.magic < 0 or header.magic > MAGIC_V2:
+        raise CorruptRecordException(f"Invalid magic found in record: {header.magic}")
+    if header.magic != MAGIC_V2:
+        raise UnsupportedForMessageFormatException(
+            f"Record batch magic {header.magic} is not supported: kafkapy stores message format v2 only"
+        )
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptRecordException(f"Record batch size {header.size} is smaller than the v2 header")
+    return header.size
+
+
+def validate_records(
+    buf: memoryview, max_message_bytes: int | None, *, from_client: bool = True
+) -> list[tuple[int, BatchHeader]]:
+    """Check a producer's (or a leader's) record set batch by batch from the headers alone.
+
+    Returns (position, header) per batch. Follows Kafka's LogValidator for v2 without
+    decompressing: whole batches only, sane sizes, magic 2, CRC, and for clients a base offset
+    of 0, a record count that matches lastOffsetDelta, no control batches, and a base sequence
+    whenever a producer id is set. `max_message_bytes=None` skips the size limit (followers
+    append what the leader accepted, whatever the topic config says now).
+    """
+    batches: list[tuple[int, BatchHeader]] = []
+    position, end = 0, len(buf)
+    while position < end:
+        if end - position < HEADER_SIZE:
+            raise CorruptRecordException(
+                f"Record set ends with {end - position} bytes that are not a whole batch"
+            )
+        header = read_header(buf, position)
+        size = checked_batch_size(header)
+        if position + size > end:
+            raise CorruptRecordException(
+                f"Record batch of {size} bytes at position {position} is truncated to {end - position} bytes"
+            )
+        if max_message_bytes is not None and size > max_message_bytes:
+            raise RecordTooLargeException(
+                f"The record batch size {size} bytes exceeds the maximum configured value of {max_message_bytes}."
+            )
+        computed = compute_crc(buf, position, size)
+        if computed != header.crc:
+            raise CorruptRecordException(
+                f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})"
+            )
+        if header.compression > CompressionType.ZSTD:
+            raise InvalidRecordException(f"Unknown compression type id {header.compression}")
+        if from_client:
+            _validate_client_batch(header)
+        batches.append((position, header))
+        position += size
+    return batches
+
+
+def _validate_client_batch(header: BatchHeader) -> None:
+    if header.base_offset != 0:
+        raise InvalidRecordException(
+            f"The baseOffset of the record batch should be 0, but it is {header.base_offset}"
+        )
+    if header.records_count <= 0:
+        raise InvalidRecordException(f"Invalid reported count for record batch: {header.records_count}")
+    if header.last_offset_delta + 1 != header.records_count:
+        raise InvalidRecordException(
+            f"Inconsistent batch offset range [0, {header.last_offset_delta}] "
+            f"and count of records {header.records_count}"
+        )
+    if header.is_control:
+        raise InvalidRecordException("Clients are not allowed to write control records")
+    if header.has_producer_id and header.base_sequence < 0:
+        raise InvalidRecordException(
+            f"Invalid sequence number {header.base_sequence} in record batch with producerId {header.producer_id}"
+        )
+
+
+def set_base_offset(buf: memoryview | bytearray, position: int, base_offset: int, leader_epoch: int) -> None:
+    """Patch the leader-assigned fields in place; both lie outside the CRC."""
+    _I64.pack_into(buf, position + BASE_OFFSET_OFFSET, base_offset)
+    _I32.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+
+
+def set_log_append_time(buf: memoryview, position: int, size: int, timestamp: int) -> None:
+    """Stamp LogAppendTime: the attribute bit and maxTimestamp change, so the CRC is recomputed."""
+    (attributes,) = _I16.unpack_from(buf, position + ATTRIBUTES_OFFSET)
+    _I16.pack_into(buf, position + ATTRIBUTES_OFFSET, attributes | Attr.LOG_APPEND_TIME)
+    _I64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, timestamp)
+    _U32.pack_into(buf, position + CRC_OFFSET, compute_crc(buf, position, size))
+
+
+# -- record codec (tests, tools, timestamp lookups; never the append path) ----------------------
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+def build_batch(
+    records: Iterable[tuple[bytes | None, bytes | None, Sequence[Header], int]],
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    transactional: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+) -> bytearray:
+    """An uncompressed v2 batch of (key, value, headers, timestamp) records."""
+    items = list(records)
+    if not items:
+        raise ValueError("a record batch holds at least one record")
+    base_ts = items[0][3]
+    max_ts = max(r[3] for r in items)
+    body = bytearray()
+    for delta, (key, value, headers, ts) in enumerate(items):
+        rec = bytearray(b"\x00")  # record attributes: unused
+        _put_varint(rec, ts - base_ts)
+        _put_varint(rec, delta)
+        _put_bytes(rec, key)
+        _put_bytes(rec, value)
+        _put_varint(rec, len(headers))
+        for hkey, hvalue in headers:
+            _put_bytes(rec, hkey.encode())
+            _put_bytes(rec, hvalue)
+        _put_varint(body, len(rec))
+        body += rec
+    attributes = (Attr.LOG_APPEND_TIME if timestamp_type == TimestampType.LOG_APPEND_TIME else 0) | (
+        Attr.TRANSACTIONAL if transactional else 0
+    )
+    out = bytearray(HEADER_SIZE) + body
+    HEADER.pack_into(
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0, attributes,
+        len(items) - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(items),
+    )  # fmt: skip
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(memoryview(out), 0, len(out)))
+    return out
+
+
+def decode_records(buf: memoryview | bytes | bytearray, position: int = 0) -> list[Record]:
+    """The records of the uncompressed batch at `position`, with absolute offsets and timestamps."""
+    view = memoryview(buf)
+    header = read_header(view, position)
+    if header.compression != CompressionType.NONE:
+        raise UnsupportedForMessageFormatException("decode_records reads uncompressed batches only")
+    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    pos, end = position + HEADER_SIZE, position + header.size
+    out: list[Record] = []
+    for _ in range(header.records_count):
+        length, pos = _get_varint(view, pos)
+        rec_end = pos + length
+        if rec_end > end:
+            raise CorruptRecordException("Record extends past the end of its batch")
+        pos += 1  # record attributes
+        ts_delta, pos = _get_varint(view, pos)
+        offset_delta, pos = _get_varint(view, pos)
+        key, pos = _get_bytes(view, pos)
+        value, pos = _get_bytes(view, pos)
+        n_headers, pos = _get_varint(view, pos)
+        headers: list[Header] = []
+        for _ in range(n_headers):
+            hkey, pos = _get_bytes(view, pos)
+            hvalue, pos = _get_bytes(view, pos)
+            headers.append(((hkey or b"").decode(), hvalue))
+        if pos != rec_end:
+            raise CorruptRecordException("Record length does not match its fields")
+        ts = header.max_timestamp if log_append else header.base_timestamp + ts_delta
+        out.append(Record(header.base_offset + offset_delta, ts, key, value, tuple(headers)))
+    if pos != end:
+        raise CorruptRecordException("Batch has bytes after its last record")
+    return out
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    v = (value << 1) ^ (value >> 63)  # zig-zag, valid for the 64-bit range
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _put_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        _put_varint(out, -1)
+    else:
+        _put_varint(out, len(data))
+        out += data
+
+
+def _get_varint(buf: memoryview, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise CorruptRecordException("Malformed varint in record")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _get_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
+    length, pos = _get_varint(buf, pos)
+    if length < 0:
+        return None, pos
+    if pos + length > len(buf):
+        raise CorruptRecordException("Record field extends past the end of the buffer")
+    return bytes(buf[pos : pos + length]), pos + length
