@@ -1,0 +1,122 @@
+"""Broker logging in Kafka's layout and line format.
+
+Files in LOG_DIR (env var; default <project>/logs for a source checkout, else <cwd>/logs, as
+kafka-run-class.sh defaults to <install>/logs), as Kafka's config/log4j.properties lays them
+out:
+  server.log         everything (root logger), INFO
+  controller.log     logger "kafkapy.controller"; also in server.log (Kafka keeps it out of
+                     server.log with additivity=false; we keep it in so one file tells the
+                     whole story of a single-broker cluster)
+  state-change.log   logger "state.change.logger", only there (one line per partition change)
+  kafka-request.log  logger "kafka.request.logger", WARN, only there
+  log-cleaner.log    logger "kafkapy.log.LogCleaner", only there
+plus stdout (which -daemon redirects to kafkaServer.out). Files roll every hour to
+<name>.YYYY-MM-DD-HH like Kafka's DailyRollingFileAppender, and are never deleted by us.
+Line format: `[2024-01-01 12:00:00,123] INFO message (logger.name)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+_HOUR = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    logger: str  # "" is the root logger
+    file_name: str
+    level: int
+    propagate: bool
+
+
+LOG_FILES = (
+    LogFile("", "server.log", logging.INFO, True),
+    LogFile("kafkapy.controller", "controller.log", logging.INFO, True),
+    LogFile("state.change.logger", "state-change.log", logging.INFO, False),
+    LogFile("kafka.request.logger", "kafka-request.log", logging.WARNING, False),
+    LogFile("kafkapy.log.LogCleaner", "log-cleaner.log", logging.INFO, False),
+)
+
+
+class KafkaFormatter(logging.Formatter):
+    """log4j's level names (WARN, FATAL) in Kafka's pattern `[%d] %p %m (%c)%n`."""
+
+    _LEVELS = {"WARNING": "WARN", "CRITICAL": "FATAL"}
+
+    def __init__(self) -> None:
+        # Python's default asctime is already log4j's ISO8601: 2024-01-01 12:00:00,123.
+        super().__init__(LOG_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        original = record.levelname
+        record.levelname = self._LEVELS.get(original, original)
+        try:
+            return super().format(record)
+        finally:
+            record.levelname = original
+
+
+class HourlyRollingFileHandler(logging.handlers.TimedRotatingFileHandler):
+    """Rolls at the top of each hour to <file>.YYYY-MM-DD-HH and keeps every rolled file."""
+
+    def __init__(self, filename: str | os.PathLike[str]) -> None:
+        super().__init__(filename, when="H", interval=1, backupCount=0, encoding="utf-8", delay=False)
+        self.suffix = "%Y-%m-%d-%H"
+
+    def computeRollover(self, currentTime: int) -> int:  # noqa: N802 - overrides the stdlib name
+        # The stdlib rolls an hour after start-up; log4j rolls on the hour.
+        return (int(currentTime) // _HOUR + 1) * _HOUR
+
+
+def project_root() -> Path | None:
+    """The source checkout kafkapy runs from, if any (its pyproject.toml names kafkapy)."""
+    root = Path(__file__).resolve().parents[2]
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file() and 'name = "kafkapy"' in pyproject.read_text(errors="replace"):
+        return root
+    return None
+
+
+def default_log_dir() -> Path:
+    env = os.environ.get("LOG_DIR")
+    if env:
+        return Path(env).expanduser().absolute()
+    return (project_root() or Path.cwd()) / "logs"
+
+
+def setup_logging(
+    log_dir: str | os.PathLike[str] | None = None, *, console: bool = True, level: int = logging.INFO
+) -> Path:
+    """Installs Kafka's log files (and stdout); safe to call again (replaces what it installed)."""
+    directory = Path(log_dir).absolute() if log_dir is not None else default_log_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    formatter = KafkaFormatter()
+    for spec in LOG_FILES:
+        logger = logging.getLogger(spec.logger or None)
+        _remove_ours(logger)
+        handler = HourlyRollingFileHandler(directory / spec.file_name)
+        handler.setFormatter(formatter)
+        handler._kafkapy = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.setLevel(level if spec.logger == "" else max(spec.level, level))
+        logger.propagate = spec.propagate
+    if console:
+        stream = logging.StreamHandler(sys.stdout)
+        stream.setFormatter(formatter)
+        stream._kafkapy = True  # type: ignore[attr-defined]
+        logging.getLogger().addHandler(stream)
+    return directory
+
+
+def _remove_ours(logger: logging.Logger) -> None:
+    for handler in list(logger.handlers):
+        if getattr(handler, "_kafkapy", False):
+            logger.removeHandler(handler)
+            handler.close()

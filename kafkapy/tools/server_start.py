@@ -1,0 +1,72 @@
+"""kafkapy-server-start [-daemon] config/server.properties [--override key=value ...]
+
+Kafka's kafka-server-start.sh: loads the broker configuration (a bad value is one line on
+stderr naming the key, the value and what is allowed; exit code 1), sets up Kafka's log
+files in $LOG_DIR, and runs the broker until SIGTERM/SIGINT. With -daemon the broker runs in
+the background with its stdout in $LOG_DIR/kafkaServer.out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from kafkapy.server.config import ConfigException, KafkaConfig
+from kafkapy.server.properties import PropertiesError
+from kafkapy.tools.logging_setup import default_log_dir, setup_logging
+
+PROG = "kafkapy-server-start"
+log = logging.getLogger("kafkapy.Kafka")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-daemon", "daemon", is_flag=True, help="Run in the background; stdout goes to $LOG_DIR/kafkaServer.out.")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a property of the file (repeatable).")
+@click.argument("config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def main(daemon: bool, overrides: tuple[str, ...], config_file: Path) -> None:
+    """Start a kafkapy broker configured by CONFIG_FILE (a server.properties file)."""
+    try:
+        config = KafkaConfig.from_file(config_file, overrides)
+    except (ConfigException, PropertiesError) as e:
+        click.echo(f"{PROG}: {e}", err=True)
+        sys.exit(1)
+    if daemon:
+        sys.exit(_start_daemon(config_file, overrides))
+    setup_logging(default_log_dir(), console=True)
+    for key in config.unknown_keys:
+        log.warning("The configuration '%s' was supplied but isn't a known config.", key)
+    log.info("%s", config.describe())
+    from kafkapy.server.kafka_server import KafkaServer  # the heavy import, only once the config is good
+
+    try:
+        code = KafkaServer(config).run()
+    except Exception:
+        log.exception("Exiting Kafka due to fatal exception")
+        code = 1
+    logging.shutdown()
+    sys.exit(code or 0)
+
+
+def _start_daemon(config_file: Path, overrides: tuple[str, ...]) -> int:
+    log_dir = default_log_dir()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "kafkapy.tools.server_start", str(config_file.resolve())]
+    command += [f"--override={item}" for item in overrides]
+    # The child writes its logs where this process would have: pin LOG_DIR for it.
+    env = {**os.environ, "LOG_DIR": str(log_dir)}
+    with open(log_dir / "kafkaServer.out", "ab") as out:
+        child = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    click.echo(f"kafkapy server started in the background (pid {child.pid}); logs in {log_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    main()
