@@ -1,0 +1,331 @@
+"""ControllerBrokerRequestBatch: accumulate LeaderAndIsr / UpdateMetadata / StopReplica per broker
+during one state-machine pass, then send them in that order (Kafka's AbstractControllerBrokerRequestBatch).
+
+Bodies are plain dicts in the snake_case of Kafka 3.9's JSON specs at the versions below; the
+send function (ControllerChannelManager.send_request) encodes them with kafkapy.protocol.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kafkapy.server.controller.controller_context import ControllerContext
+from kafkapy.server.controller.events import (
+    ControllerEvent,
+    LeaderAndIsrResponseReceived,
+    TopicDeletionStopReplicaResponseReceived,
+)
+from kafkapy.server.controller.leader_and_isr import (
+    EPOCH_DURING_DELETE,
+    NO_EPOCH,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+    during_delete,
+)
+from kafkapy.server.controller.state_change_log import ControllerLogger, StateChangeLogger
+
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+LEADER_AND_ISR_VERSION = 7
+STOP_REPLICA_VERSION = 4
+UPDATE_METADATA_VERSION = 8
+
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+ZERO_UUID = uuid.UUID(int=0)
+
+# send(broker_id, api_key, version, body, callback(response) | None)
+SendFn = Callable[[int, int, int, dict[str, Any], Callable[[Any], None] | None], None]
+
+
+def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID:
+    """ZooKeeper stores Kafka's base64url topic id; the wire carries the 16 raw bytes."""
+    if not topic_id:
+        return ZERO_UUID
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """Read a decoded response field whether the codec gives objects or dicts."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def inter_broker_endpoint(broker: Any, listener_name: str | None) -> Any:
+    """The endpoint the controller connects to: the configured inter-broker listener, else the
+    PLAINTEXT listener, else the broker's first endpoint."""
+    endpoints = list(broker.endpoints)
+    for wanted in (listener_name, "PLAINTEXT"):
+        for e in endpoints:
+            if wanted is not None and e.listener_name == wanted:
+                return e
+    return endpoints[0]
+
+
+class IllegalBatchStateError(Exception):
+    pass
+
+
+class ControllerBrokerRequestBatch:
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        send: SendFn,
+        put_event: Callable[[ControllerEvent], object],
+        listener_name: str | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self.context = context
+        self._send = send
+        self._put_event = put_event
+        self.listener_name = listener_name
+        self.leader_and_isr: dict[int, dict[TopicPartition, dict[str, Any]]] = {}
+        self.stop_replica: dict[int, dict[TopicPartition, dict[str, Any]]] = {}
+        self.update_metadata_brokers: set[int] = set()
+        self.update_metadata_partitions: dict[TopicPartition, dict[str, Any]] = {}
+        self._state_change_logger = StateChangeLogger(controller_id)
+        self.log = ControllerLogger(f"[Controller id={controller_id}] ")
+
+    def new_batch(self) -> None:
+        # A non-empty batch here means an earlier pass failed to send: a controller bug.
+        if self.leader_and_isr or self.stop_replica or self.update_metadata_brokers:
+            raise IllegalBatchStateError(
+                f"Controller to broker state change requests batch is not empty while creating a new one. "
+                f"Some LeaderAndIsr state changes {self.leader_and_isr} might be lost"
+            )
+
+    def clear(self) -> None:
+        self.leader_and_isr.clear()
+        self.stop_replica.clear()
+        self.update_metadata_brokers.clear()
+        self.update_metadata_partitions.clear()
+
+    # --- accumulate ------------------------------------------------------------------------------
+
+    def add_leader_and_isr_request_for_brokers(
+        self,
+        broker_ids: Iterable[int],
+        tp: TopicPartition,
+        state: LeaderIsrAndControllerEpoch,
+        assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> None:
+        lai = state.leader_and_isr
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
+            per_broker = self.leader_and_isr.setdefault(broker_id, {})
+            already_new = bool(per_broker.get(tp, {}).get("is_new"))
+            per_broker[tp] = {
+                "partition_index": tp.partition,
+                "controller_epoch": state.controller_epoch,
+                "leader": lai.leader,
+                "leader_epoch": lai.leader_epoch,
+                "isr": list(lai.isr),
+                "partition_epoch": lai.zk_version,
+                "replicas": list(assignment.replicas),
+                "adding_replicas": list(assignment.adding_replicas),
+                "removing_replicas": list(assignment.removing_replicas),
+                "is_new": is_new or already_new,
+            }
+        # Every LeaderAndIsr change is also metadata every broker should learn about.
+        self.add_update_metadata_request_for_brokers(self.context.live_or_shutting_down_broker_ids, [tp])
+
+    def add_stop_replica_request_for_brokers(
+        self, broker_ids: Iterable[int], tp: TopicPartition, delete_partition: bool
+    ) -> None:
+        # -2 tells the broker the topic is being deleted, overriding any epoch it has.
+        if self.context.is_topic_queued_up_for_deletion(tp.topic):
+            leader_epoch = EPOCH_DURING_DELETE
+        else:
+            info = self.context.partition_leadership_info.get(tp)
+            leader_epoch = info.leader_and_isr.leader_epoch if info else NO_EPOCH
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
+            per_broker = self.stop_replica.setdefault(broker_id, {})
+            already_delete = bool(per_broker.get(tp, {}).get("delete_partition"))
+            per_broker[tp] = {
+                "partition_index": tp.partition,
+                "leader_epoch": leader_epoch,
+                "delete_partition": delete_partition or already_delete,
+            }
+
+    def add_update_metadata_request_for_brokers(
+        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
+    ) -> None:
+        """No partitions: the brokers still get a request, carrying only the live broker list."""
+        self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
+        for tp in partitions:
+            self._add_update_metadata_partition(tp)
+
+    def _add_update_metadata_partition(self, tp: TopicPartition) -> None:
+        info = self.context.partition_leadership_info.get(tp)
+        if info is None:
+            self.log.info(f"Leader not yet assigned for partition {tp}. Skip sending UpdateMetadataRequest.")
+            return
+        lai = info.leader_and_isr
+        if self.context.is_topic_queued_up_for_deletion(tp.topic):
+            lai = during_delete(lai.isr)
+        replicas = self.context.partition_replica_assignment(tp)
+        offline = [r for r in replicas if not self.context.is_replica_online(r, tp)]
+        self.update_metadata_partitions[tp] = {
+            "topic_name": tp.topic,
+            "partition_index": tp.partition,
+            "controller_epoch": info.controller_epoch,
+            "leader": lai.leader,
+            "leader_epoch": lai.leader_epoch,
+            "isr": list(lai.isr),
+            "zk_version": lai.zk_version,
+            "replicas": list(replicas),
+            "offline_replicas": offline,
+        }
+
+    # --- send ------------------------------------------------------------------------------------
+
+    def send_requests_to_brokers(self, controller_epoch: int) -> None:
+        try:
+            self._send_leader_and_isr(controller_epoch)
+            self._send_update_metadata(controller_epoch)
+            self._send_stop_replica(controller_epoch)
+        finally:
+            self.clear()
+
+    def _topic_uuid(self, topic: str) -> uuid.UUID:
+        return topic_id_to_uuid(self.context.topic_ids.get(topic))
+
+    def _header(self, broker_id: int, controller_epoch: int) -> dict[str, Any]:
+        return {
+            "controller_id": self.controller_id,
+            "controller_epoch": controller_epoch,
+            "broker_epoch": self.context.live_broker_epochs.get(broker_id, -1),
+        }
+
+    def _send_leader_and_isr(self, controller_epoch: int) -> None:
+        log = self._state_change_logger.with_controller_epoch(controller_epoch)
+        live = self.context.live_brokers
+        for broker_id, states in self.leader_and_isr.items():
+            if broker_id not in live:
+                continue
+            leader_ids = {s["leader"] for s in states.values()}
+            live_leaders = []
+            for leader_id in sorted(leader_ids & set(live)):
+                endpoint = inter_broker_endpoint(live[leader_id], self.listener_name)
+                live_leaders.append({"broker_id": leader_id, "host_name": endpoint.host or "", "port": endpoint.port})
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for tp, state in sorted(states.items()):
+                by_topic.setdefault(tp.topic, []).append(state)
+                role = "become-leader" if state["leader"] == broker_id else "become-follower"
+                log.info(
+                    f"Sending {role} LeaderAndIsr request {_describe_partition_state(state)} to broker {broker_id} "
+                    f"for partition {tp}"
+                )
+            body = self._header(broker_id, controller_epoch) | {
+                "type": 0,
+                "topic_states": [
+                    {"topic_name": t, "topic_id": self._topic_uuid(t), "partition_states": ps}
+                    for t, ps in by_topic.items()
+                ],
+                "live_leaders": live_leaders,
+            }
+            # Resolved now: the callback runs on the sender thread and must not read the context.
+            id_to_topic = {self._topic_uuid(t): t for t in by_topic}
+            callback = self._leader_and_isr_callback(broker_id, id_to_topic)
+            self._send(broker_id, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body, callback)
+
+    def _leader_and_isr_callback(self, broker_id: int, id_to_topic: dict[uuid.UUID, str]) -> Callable[[Any], None]:
+        def callback(response: Any) -> None:
+            errors: dict[TopicPartition, int] = {}
+            for topic in field(response, "topics", []) or []:
+                name = id_to_topic.get(field(topic, "topic_id"), str(field(topic, "topic_id")))
+                for pe in field(topic, "partition_errors", []) or []:
+                    errors[TopicPartition(name, field(pe, "partition_index"))] = field(pe, "error_code", 0)
+            self._put_event(LeaderAndIsrResponseReceived(broker_id, field(response, "error_code", 0), errors))
+
+        return callback
+
+    def _send_update_metadata(self, controller_epoch: int) -> None:
+        if not self.update_metadata_brokers:
+            return
+        log = self._state_change_logger.with_controller_epoch(controller_epoch)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, state in sorted(self.update_metadata_partitions.items()):
+            by_topic.setdefault(tp.topic, []).append({k: v for k, v in state.items() if k != "topic_name"})
+        topic_states = [
+            {"topic_name": t, "topic_id": self._topic_uuid(t), "partition_states": ps} for t, ps in by_topic.items()
+        ]
+        live_brokers = [
+            {
+                "id": b.id,
+                "endpoints": [
+                    {
+                        "port": e.port,
+                        "host": e.host or "",
+                        "listener": e.listener_name,
+                        "security_protocol": SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0),
+                    }
+                    for e in b.endpoints
+                ],
+                "rack": b.rack,
+            }
+            for b in sorted(self.context.live_brokers.values(), key=lambda b: b.id)
+        ]
+        for broker_id in sorted(self.update_metadata_brokers & self.context.live_or_shutting_down_broker_ids):
+            log.info(
+                f"Sending UpdateMetadata request to broker {broker_id} for {len(self.update_metadata_partitions)} partitions"
+            )
+            body = self._header(broker_id, controller_epoch) | {
+                "type": 0,
+                "topic_states": topic_states,
+                "live_brokers": live_brokers,
+            }
+            self._send(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, None)
+
+    def _send_stop_replica(self, controller_epoch: int) -> None:
+        log = self._state_change_logger.with_controller_epoch(controller_epoch)
+        for broker_id, states in self.stop_replica.items():
+            if broker_id not in self.context.live_brokers:
+                continue
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for tp, state in sorted(states.items()):
+                by_topic.setdefault(tp.topic, []).append(state)
+            deleting = sum(1 for s in states.values() if s["delete_partition"])
+            log.info(
+                f"Sending StopReplica request for {len(states)} partitions ({deleting} with deletion) to broker {broker_id}"
+            )
+            body = self._header(broker_id, controller_epoch) | {
+                "topic_states": [{"topic_name": t, "partition_states": ps} for t, ps in by_topic.items()],
+            }
+            callback = self._stop_replica_callback(broker_id, tuple(states))
+            self._send(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, callback)
+
+    def _stop_replica_callback(self, broker_id: int, requested: tuple[TopicPartition, ...]) -> Callable[[Any], None]:
+        def callback(response: Any) -> None:
+            # Runs on the sender thread: only look at immutable inputs and enqueue an event; the
+            # event processing decides which topics are still being deleted.
+            request_error = field(response, "error_code", 0)
+            errors = {
+                TopicPartition(field(pe, "topic_name"), field(pe, "partition_index")): field(pe, "error_code", 0)
+                for pe in field(response, "partition_errors", []) or []
+            }
+            if request_error:
+                # A failed request fails every partition it carried, listed or not.
+                errors = {tp: errors.get(tp, request_error) or request_error for tp in requested}
+            self._put_event(TopicDeletionStopReplicaResponseReceived(broker_id, request_error, errors))
+
+        return callback
+
+
+def _describe_partition_state(state: dict[str, Any]) -> str:
+    return (
+        f"LeaderAndIsrPartitionState(partitionIndex={state['partition_index']}, "
+        f"controllerEpoch={state['controller_epoch']}, leader={state['leader']}, "
+        f"leaderEpoch={state['leader_epoch']}, isr={state['isr']}, partitionEpoch={state['partition_epoch']}, "
+        f"replicas={state['replicas']}, isNew={state['is_new']})"
+    )
