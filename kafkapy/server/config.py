@@ -28,7 +28,15 @@ from kafkapy.server.config_endpoints import (
 )
 from kafkapy.server.config_keys import BROKER_CONFIG
 
-__all__ = ["ConfigException", "EndPoint", "KafkaConfig", "ZkConnect", "is_loopback_host", "parse_overrides", "parse_zk_connect"]
+__all__ = [
+    "ConfigException",
+    "EndPoint",
+    "KafkaConfig",
+    "ZkConnect",
+    "is_loopback_host",
+    "parse_overrides",
+    "parse_zk_connect",
+]
 
 _MS_PER_MINUTE = 60 * 1000
 _MS_PER_HOUR = 60 * _MS_PER_MINUTE
@@ -43,7 +51,9 @@ class KafkaConfig:
         self._listeners = parse_listeners("listeners", self._values["listeners"], self._protocol_map)
         advertised = self._values["advertised.listeners"]
         self._advertised = (
-            parse_listeners("advertised.listeners", advertised, self._protocol_map) if advertised is not None else self._listeners
+            parse_listeners("advertised.listeners", advertised, self._protocol_map)
+            if advertised is not None
+            else self._listeners
         )
         self._zk = parse_zk_connect(self._values["zookeeper.connect"])
         self._validate()
@@ -201,7 +211,10 @@ class KafkaConfig:
         empty host replaced by this machine's canonical host name, as Kafka's KafkaServer does.
         (A port of 0 stays 0 here: only the running server knows the port it bound.)"""
         hostname = canonical_hostname or socket.getfqdn()
-        return [ep if ep.host else EndPoint(ep.listener_name, ep.security_protocol, hostname, ep.port) for ep in self._advertised]
+        return [
+            ep if ep.host else EndPoint(ep.listener_name, ep.security_protocol, hostname, ep.port)
+            for ep in self._advertised
+        ]
 
     def log_config_props(self) -> dict[str, str]:
         """Broker-level log settings under Kafka's topic-level names (LogConfig's defaults)."""
@@ -240,52 +253,84 @@ class KafkaConfig:
         v = self._values
         broker_id, max_id = v["broker.id"], v["reserved.broker.max.id"]
         if v["broker.id.generation.enable"]:
-            _require(-1 <= broker_id <= max_id,
-                     "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id")
+            _require(
+                -1 <= broker_id <= max_id,
+                "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id",
+            )
         else:
             _require(broker_id >= 0, "broker.id must be greater than or equal to 0")
         _require(self.log_roll_ms >= 1, "log.roll.ms must be greater than or equal to 1")
         _require(self.log_roll_jitter_ms >= 0, "log.roll.jitter.ms must be greater than or equal to 0")
-        _require(self.log_retention_ms >= 1 or self.log_retention_ms == -1,
-                 "log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
+        _require(
+            self.log_retention_ms >= 1 or self.log_retention_ms == -1,
+            "log.retention.ms must be unlimited (-1) or, greater than or equal to 1",
+        )
         _require(bool(self.log_dirs), "At least one log directory must be defined via log.dirs or log.dir.")
         threads = v["log.cleaner.threads"]
-        _require(threads == 0 or v["log.cleaner.dedupe.buffer.size"] / threads > 1024 * 1024,
-                 "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
-        _require(v["replica.fetch.wait.max.ms"] <= v["replica.socket.timeout.ms"],
-                 "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms"
-                 " to prevent unnecessary socket timeouts")
-        _require(v["replica.fetch.wait.max.ms"] <= v["replica.lag.time.max.ms"],
-                 "replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms"
-                 " to prevent frequent changes in ISR")
-        _require(-1 <= v["offsets.commit.required.acks"] <= v["offsets.topic.replication.factor"],
-                 "offsets.commit.required.acks must be greater or equal -1 and less or equal to"
-                 " offsets.topic.replication.factor")
-        _require(v["group.min.session.timeout.ms"] <= v["group.max.session.timeout.ms"],
-                 "group.min.session.timeout.ms must not be greater than group.max.session.timeout.ms")
-        _require(v["queued.max.request.bytes"] <= 0 or v["queued.max.request.bytes"] >= v["socket.request.max.bytes"],
-                 "queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
-        _require(not (v["inter.broker.listener.name"] is not None and "security.inter.broker.protocol" in self._originals),
-                 "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
+        _require(
+            threads == 0 or v["log.cleaner.dedupe.buffer.size"] / threads > 1024 * 1024,
+            "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.",
+        )
+        _require(
+            v["replica.fetch.wait.max.ms"] <= v["replica.socket.timeout.ms"],
+            "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms"
+            " to prevent unnecessary socket timeouts",
+        )
+        _require(
+            v["replica.fetch.wait.max.ms"] <= v["replica.lag.time.max.ms"],
+            "replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms"
+            " to prevent frequent changes in ISR",
+        )
+        _require(
+            -1 <= v["offsets.commit.required.acks"] <= v["offsets.topic.replication.factor"],
+            "offsets.commit.required.acks must be greater or equal -1 and less or equal to"
+            " offsets.topic.replication.factor",
+        )
+        _require(
+            v["group.min.session.timeout.ms"] <= v["group.max.session.timeout.ms"],
+            "group.min.session.timeout.ms must not be greater than group.max.session.timeout.ms",
+        )
+        _require(
+            v["queued.max.request.bytes"] <= 0
+            or v["queued.max.request.bytes"] >= v["socket.request.max.bytes"],
+            "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
+        )
+        _require(
+            not (
+                v["inter.broker.listener.name"] is not None
+                and "security.inter.broker.protocol" in self._originals
+            ),
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+        )
         advertised = [ep.listener_name for ep in self._advertised]
         _require(bool(advertised), "There must be at least one advertised listener.")
-        _require(self.inter_broker_listener_name in advertised,
-                 "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
-                 f"The valid options based on currently configured listeners are {','.join(advertised)}")
+        _require(
+            self.inter_broker_listener_name in advertised,
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+            f"The valid options based on currently configured listeners are {','.join(advertised)}",
+        )
         names = [ep.listener_name for ep in self._listeners]
-        _require(set(advertised) <= set(names),
-                 "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. "
-                 f"Found {','.join(advertised)}. The valid options based on the current configuration are {','.join(names)}")
-        _require(all(ep.host != "0.0.0.0" for ep in self._advertised),
-                 "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+        _require(
+            set(advertised) <= set(names),
+            "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. "
+            f"Found {','.join(advertised)}. The valid options based on the current configuration are {','.join(names)}",
+        )
+        _require(
+            all(ep.host != "0.0.0.0" for ep in self._advertised),
+            "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.",
+        )
         control = v["control.plane.listener.name"]
         if control is not None:
-            _require(control.upper() in advertised,
-                     "control.plane.listener.name must be a listener name defined in advertised.listeners. "
-                     f"The valid options based on currently configured listeners are {','.join(advertised)}")
-            _require(control.upper() != self.inter_broker_listener_name,
-                     "control.plane.listener.name, when defined, should have a different value from the inter broker"
-                     f" listener name. Currently they both have the value {control}")
+            _require(
+                control.upper() in advertised,
+                "control.plane.listener.name must be a listener name defined in advertised.listeners. "
+                f"The valid options based on currently configured listeners are {','.join(advertised)}",
+            )
+            _require(
+                control.upper() != self.inter_broker_listener_name,
+                "control.plane.listener.name, when defined, should have a different value from the inter broker"
+                f" listener name. Currently they both have the value {control}",
+            )
 
 
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:

@@ -197,11 +197,15 @@ def parse_value(name: str, type_: ConfigType, value: Any) -> Any:
                 return raw
             if isinstance(raw, str):
                 return Password(raw)
-            raise ConfigException(name, value, "Expected value to be a string, but it was a " + type(raw).__name__)
+            raise ConfigException(
+                name, value, "Expected value to be a string, but it was a " + type(raw).__name__
+            )
         case ConfigType.STRING | ConfigType.CLASS:
             if isinstance(raw, str):
                 return raw
-            raise ConfigException(name, value, "Expected value to be a string, but it was a " + type(raw).__name__)
+            raise ConfigException(
+                name, value, "Expected value to be a string, but it was a " + type(raw).__name__
+            )
     raise AssertionError(type_)
 
 

@@ -91,11 +91,13 @@ def parse_protocol_map(raw: str) -> dict[str, str]:
         protocol = protocol.strip().upper()
         if not sep or not name.strip() or protocol not in SECURITY_PROTOCOLS:
             raise ConfigException(
-                "listener.security.protocol.map", raw,
+                "listener.security.protocol.map",
+                raw,
                 f"Entry {entry} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}",
             )
         mapping[name.strip().upper()] = protocol
     return mapping
+
 
 def parse_listeners(key: str, raw: str, protocol_map: Mapping[str, str]) -> list[EndPoint]:
     """listeners / advertised.listeners: NAME://host:port, comma-separated."""

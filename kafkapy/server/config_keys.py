@@ -25,7 +25,13 @@ from kafkapy.server.config_def import (
     one_of,
 )
 
-BOOLEAN, STRING, INT, SHORT, LONG = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.SHORT, ConfigType.LONG
+BOOLEAN, STRING, INT, SHORT, LONG = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.SHORT,
+    ConfigType.LONG,
+)
 DOUBLE, LIST, CLASS, PASSWORD = ConfigType.DOUBLE, ConfigType.LIST, ConfigType.CLASS, ConfigType.PASSWORD
 HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 
@@ -46,6 +52,8 @@ def _kafka_version(name: str, value: Any) -> None:
         raise ConfigException(name, value, "Not a Kafka version such as 2.8, 3.9 or 3.9-IV0")
 
 
+# One line per key reads as a table; the formatter would spread each over five lines.
+# fmt: off
 BROKER_CONFIG = (
     ConfigDef()
     # ---- ZooKeeper
@@ -199,3 +207,4 @@ BROKER_CONFIG = (
     .define("client.id", STRING, "", None, LOW, "Client id of the broker's own clients")
     .define("principal.builder.class", CLASS, None, None, MEDIUM, "Principal builder (accepted)")
 )
+# fmt: on

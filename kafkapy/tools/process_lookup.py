@@ -48,12 +48,18 @@ def list_processes() -> Iterator[ProcessInfo]:
         except OSError:  # the process went away meanwhile
             continue
         if raw:
-            yield ProcessInfo(int(entry.name), tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0")), cwd)
+            yield ProcessInfo(
+                int(entry.name),
+                tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0")),
+                cwd,
+            )
 
 
 def _ps_processes() -> Iterator[ProcessInfo]:
     # No /proc (macOS): `ps` loses argument boundaries, which is good enough for matching.
-    out = subprocess.run(["ps", "ax", "-o", "pid=,command="], capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(
+        ["ps", "ax", "-o", "pid=,command="], capture_output=True, text=True, check=False
+    ).stdout
     for line in out.splitlines():
         pid, _, command = line.strip().partition(" ")
         if pid.isdigit():
@@ -79,7 +85,8 @@ def find_zookeepers(config_path: str | os.PathLike[str] | None = None) -> list[P
     owner = f"-D{OWNER_PROPERTY}={ZOOKEEPER_OWNER}"
     wanted = f"-D{PROPERTIES_PROPERTY}={Path(config_path).resolve()}" if config_path is not None else None
     return [
-        info for info in list_processes()
+        info
+        for info in list_processes()
         if MAIN_CLASS in info.argv and owner in info.argv and (wanted is None or wanted in info.argv)
     ]
 

@@ -25,9 +25,16 @@ log = logging.getLogger("kafkapy.Kafka")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-daemon", "daemon", is_flag=True, help="Run in the background; stdout goes to $LOG_DIR/kafkaServer.out.")
-@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a property of the file (repeatable).")
+@click.option(
+    "-daemon", "daemon", is_flag=True, help="Run in the background; stdout goes to $LOG_DIR/kafkaServer.out."
+)
+@click.option(
+    "--override",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a property of the file (repeatable).",
+)
 @click.argument("config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def main(daemon: bool, overrides: tuple[str, ...], config_file: Path) -> None:
     """Start a kafkapy broker configured by CONFIG_FILE (a server.properties file)."""
@@ -62,7 +69,12 @@ def _start_daemon(config_file: Path, overrides: tuple[str, ...]) -> int:
     env = {**os.environ, "LOG_DIR": str(log_dir)}
     with open(log_dir / "kafkaServer.out", "ab") as out:
         child = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
     click.echo(f"kafkapy server started in the background (pid {child.pid}); logs in {log_dir}")
     return 0

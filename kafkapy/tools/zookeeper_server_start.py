@@ -30,8 +30,12 @@ PROG = "kafkapy-zookeeper-server-start"
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-daemon", "daemon", is_flag=True, help="Run in the background; stdout goes to $LOG_DIR/zookeeper.out.")
-@click.option("--wait-timeout", default=60.0, show_default=True, help="Seconds to wait for ZooKeeper to answer.")
+@click.option(
+    "-daemon", "daemon", is_flag=True, help="Run in the background; stdout goes to $LOG_DIR/zookeeper.out."
+)
+@click.option(
+    "--wait-timeout", default=60.0, show_default=True, help="Seconds to wait for ZooKeeper to answer."
+)
 @click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def main(daemon: bool, wait_timeout: float, config: Path) -> None:
     """Start Apache ZooKeeper with the settings of CONFIG (a zookeeper.properties file)."""
@@ -42,7 +46,11 @@ def main(daemon: bool, wait_timeout: float, config: Path) -> None:
     log_dir = default_log_dir()
     try:
         zk = ZooKeeperProcess(
-            props, log_dir, console=not daemon, detach=daemon, owner=ZOOKEEPER_OWNER,
+            props,
+            log_dir,
+            console=not daemon,
+            detach=daemon,
+            owner=ZOOKEEPER_OWNER,
             extra_jvm_props={PROPERTIES_PROPERTY: str(config.resolve())},
         )
     except ValueError as e:

@@ -17,7 +17,9 @@ from kafkapy.tools.process_lookup import find_zookeepers, signal_from_env, signa
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--wait", "wait_seconds", type=float, default=0.0, help="Wait up to this many seconds for the exit.")
+@click.option(
+    "--wait", "wait_seconds", type=float, default=0.0, help="Wait up to this many seconds for the exit."
+)
 @click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=Path))
 def main(wait_seconds: float, config: Path | None) -> None:
     """Stop the ZooKeeper(s) started by kafkapy-zookeeper-server-start."""

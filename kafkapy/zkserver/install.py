@@ -69,8 +69,10 @@ def _install_at(home: Path, java: str) -> ZooKeeperInstall | None:
     # Release tarball layout: zookeeper-<v>.jar in lib/ (3.5+) or at the top (3.4).
     lib_jars = sorted(home.glob("lib/*.jar")) + sorted(home.glob("zookeeper-*.jar"))
     if any(j.name.startswith("zookeeper-") for j in lib_jars):
-        logging = "logback" if any(j.name.startswith("logback-classic") for j in lib_jars) else (
-            "log4j" if any(j.name.startswith("slf4j-log4j12") for j in lib_jars) else "none"
+        logging = (
+            "logback"
+            if any(j.name.startswith("logback-classic") for j in lib_jars)
+            else ("log4j" if any(j.name.startswith("slf4j-log4j12") for j in lib_jars) else "none")
         )
         return ZooKeeperInstall(home, tuple(str(j) for j in lib_jars), java, logging)
     # Debian layout: the scripts in /usr/share/zookeeper/bin, the jar in /usr/share/java,

@@ -103,11 +103,20 @@ class ZooKeeperProcess:
 
     @classmethod
     def standalone(
-        cls, port: int, data_dir: str | os.PathLike[str], log_dir: str | os.PathLike[str],
-        host: str = "127.0.0.1", **kwargs: object,
+        cls,
+        port: int,
+        data_dir: str | os.PathLike[str],
+        log_dir: str | os.PathLike[str],
+        host: str = "127.0.0.1",
+        **kwargs: object,
     ) -> ZooKeeperProcess:
         """A single server bound to host:port: what tests and the embedded default want."""
-        props = {"dataDir": str(data_dir), "clientPort": str(port), "clientPortAddress": host, "maxClientCnxns": "0"}
+        props = {
+            "dataDir": str(data_dir),
+            "clientPort": str(port),
+            "clientPortAddress": host,
+            "maxClientCnxns": "0",
+        }
         return cls(props, log_dir, **kwargs)  # type: ignore[arg-type]
 
     # ---- addresses
@@ -140,7 +149,9 @@ class ZooKeeperProcess:
         if self.is_running():
             return self
         if _port_open(self.host, self.port, 0.5):
-            raise ZooKeeperStartError(f"Cannot start ZooKeeper on {self.connect_string}: the port is already in use")
+            raise ZooKeeperStartError(
+                f"Cannot start ZooKeeper on {self.connect_string}: the port is already in use"
+            )
         install = self._install or find_zookeeper()
         self._write_files(install)
         command = self.command(install)
@@ -148,8 +159,12 @@ class ZooKeeperProcess:
         out = None if self._console else open(self.out_file, "ab")  # noqa: SIM115 - the child owns it
         try:
             self._proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT if out else None,
-                cwd=self.run_dir, start_new_session=self._detach,
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT if out else None,
+                cwd=self.run_dir,
+                start_new_session=self._detach,
             )
         finally:
             if out is not None:
@@ -187,7 +202,9 @@ class ZooKeeperProcess:
     def __enter__(self) -> ZooKeeperProcess:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def wait_until_serving(self, timeout: float) -> None:
@@ -195,7 +212,9 @@ class ZooKeeperProcess:
         deadline = time.monotonic() + timeout
         while not self._serving():
             if time.monotonic() > deadline:
-                raise ZooKeeperStartError(f"ZooKeeper on {self.connect_string} is not serving after {timeout}s")
+                raise ZooKeeperStartError(
+                    f"ZooKeeper on {self.connect_string} is not serving after {timeout}s"
+                )
             self._check_alive()
             time.sleep(0.05)
 
@@ -211,8 +230,15 @@ class ZooKeeperProcess:
             OWNER_PROPERTY: self._owner,
             **self._extra_jvm_props,
         }
-        return [install.java, *self._jvm_opts, *(f"-D{k}={v}" for k, v in jvm_props.items()),
-                "-cp", classpath, MAIN_CLASS, str(self.cfg_file)]
+        return [
+            install.java,
+            *self._jvm_opts,
+            *(f"-D{k}={v}" for k, v in jvm_props.items()),
+            "-cp",
+            classpath,
+            MAIN_CLASS,
+            str(self.cfg_file),
+        ]
 
     def zoo_cfg(self) -> dict[str, str]:
         cfg = {**ZOO_CFG_DEFAULTS, **self.props, "dataDir": str(self.data_dir)}
@@ -228,13 +254,17 @@ class ZooKeeperProcess:
     def _write_files(self, install: ZooKeeperInstall) -> None:
         for directory in (self.data_dir, self.run_dir, self.log_dir):
             directory.mkdir(parents=True, exist_ok=True)
-        self.cfg_file.write_text(properties.dump(self.zoo_cfg(), header="Written by kafkapy; edit zookeeper.properties instead."))
+        self.cfg_file.write_text(
+            properties.dump(self.zoo_cfg(), header="Written by kafkapy; edit zookeeper.properties instead.")
+        )
         if self.is_ensemble:
             myid_file = self.data_dir / "myid"
             if self.server_id is not None:
                 myid_file.write_text(f"{self.server_id}\n")
             elif not myid_file.exists():
-                raise ValueError(f"ZooKeeper ensemble (server.N keys) needs myid=N in its properties or {myid_file}")
+                raise ValueError(
+                    f"ZooKeeper ensemble (server.N keys) needs myid=N in its properties or {myid_file}"
+                )
         appenders = "FILE, CONSOLE" if self._console else "FILE"
         (self.run_dir / "log4j.properties").write_text(
             f"log4j.rootLogger=INFO, {appenders}\n"
@@ -263,7 +293,9 @@ class ZooKeeperProcess:
     def _wait_ready(self, deadline: float) -> None:
         while True:
             self._check_alive()
-            if four_letter_word(self.host, self.port, "ruok", 0.5) == "imok" and (self.is_ensemble or self._serving()):
+            if four_letter_word(self.host, self.port, "ruok", 0.5) == "imok" and (
+                self.is_ensemble or self._serving()
+            ):
                 return
             if time.monotonic() > deadline:
                 raise ZooKeeperStartError(
@@ -278,7 +310,9 @@ class ZooKeeperProcess:
     def _check_alive(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:
             code = self._proc.returncode
-            raise ZooKeeperStartError(f"ZooKeeper exited with code {code} while starting{self._output_tail()}")
+            raise ZooKeeperStartError(
+                f"ZooKeeper exited with code {code} while starting{self._output_tail()}"
+            )
 
     def _output_tail(self, lines: int = 15) -> str:
         tails = []

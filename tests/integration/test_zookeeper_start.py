@@ -100,7 +100,12 @@ def test_nothing_listening_is_not_reachable() -> None:
 
 def _run(module: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, timeout=90, check=False
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=90,
+        check=False,
     )
 
 

@@ -106,35 +106,68 @@ def test_passwords_are_hidden_when_printed() -> None:
 @pytest.mark.parametrize(
     ("props", "message"),
     [
-        ({"num.partitions": "abc"}, "Invalid value abc for configuration num.partitions: Not a number of type INT"),
-        ({"num.partitions": "0"}, "Invalid value 0 for configuration num.partitions: Value must be at least 1"),
-        ({"num.partitions": "3000000000"}, "Invalid value 3000000000 for configuration num.partitions: Not a number of type INT"),
-        ({"log.retention.bytes": "1.5"}, "Invalid value 1.5 for configuration log.retention.bytes: Not a number of type LONG"),
-        ({"offsets.topic.replication.factor": "40000"},
-         "Invalid value 40000 for configuration offsets.topic.replication.factor: Not a number of type SHORT"),
-        ({"delete.topic.enable": "yes"},
-         "Invalid value yes for configuration delete.topic.enable: Expected value to be either true or false"),
-        ({"log.cleaner.min.cleanable.ratio": "x"},
-         "Invalid value x for configuration log.cleaner.min.cleanable.ratio: Not a number of type DOUBLE"),
-        ({"log.cleaner.min.cleanable.ratio": "1.5"},
-         "Invalid value 1.5 for configuration log.cleaner.min.cleanable.ratio: Value must be no more than 1"),
-        ({"compression.type": "brotli"},
-         "Invalid value brotli for configuration compression.type: String must be one of: "
-         "uncompressed, zstd, lz4, snappy, gzip, producer"),
-        ({"log.message.timestamp.type": "Now"},
-         "Invalid value Now for configuration log.message.timestamp.type: String must be one of: CreateTime, LogAppendTime"),
-        ({"log.cleanup.policy": "delete,shred"},
-         "Invalid value shred for configuration log.cleanup.policy: String must be one of: compact, delete"),
-        ({"inter.broker.protocol.version": "banana"},
-         "Invalid value banana for configuration inter.broker.protocol.version: Not a Kafka version"),
+        (
+            {"num.partitions": "abc"},
+            "Invalid value abc for configuration num.partitions: Not a number of type INT",
+        ),
+        (
+            {"num.partitions": "0"},
+            "Invalid value 0 for configuration num.partitions: Value must be at least 1",
+        ),
+        (
+            {"num.partitions": "3000000000"},
+            "Invalid value 3000000000 for configuration num.partitions: Not a number of type INT",
+        ),
+        (
+            {"log.retention.bytes": "1.5"},
+            "Invalid value 1.5 for configuration log.retention.bytes: Not a number of type LONG",
+        ),
+        (
+            {"offsets.topic.replication.factor": "40000"},
+            "Invalid value 40000 for configuration offsets.topic.replication.factor: Not a number of type SHORT",
+        ),
+        (
+            {"delete.topic.enable": "yes"},
+            "Invalid value yes for configuration delete.topic.enable: Expected value to be either true or false",
+        ),
+        (
+            {"log.cleaner.min.cleanable.ratio": "x"},
+            "Invalid value x for configuration log.cleaner.min.cleanable.ratio: Not a number of type DOUBLE",
+        ),
+        (
+            {"log.cleaner.min.cleanable.ratio": "1.5"},
+            "Invalid value 1.5 for configuration log.cleaner.min.cleanable.ratio: Value must be no more than 1",
+        ),
+        (
+            {"compression.type": "brotli"},
+            "Invalid value brotli for configuration compression.type: String must be one of: "
+            "uncompressed, zstd, lz4, snappy, gzip, producer",
+        ),
+        (
+            {"log.message.timestamp.type": "Now"},
+            "Invalid value Now for configuration log.message.timestamp.type: String must be one of: CreateTime, LogAppendTime",
+        ),
+        (
+            {"log.cleanup.policy": "delete,shred"},
+            "Invalid value shred for configuration log.cleanup.policy: String must be one of: compact, delete",
+        ),
+        (
+            {"inter.broker.protocol.version": "banana"},
+            "Invalid value banana for configuration inter.broker.protocol.version: Not a Kafka version",
+        ),
     ],
 )
-def test_bad_values_fail_with_one_line_naming_key_value_and_allowed(props: dict[str, str], message: str) -> None:
+def test_bad_values_fail_with_one_line_naming_key_value_and_allowed(
+    props: dict[str, str], message: str
+) -> None:
     assert error_for(props).startswith(message)
 
 
 def test_zookeeper_connect_is_required() -> None:
-    with pytest.raises(ConfigException, match='Missing required configuration "zookeeper.connect" which has no default value.'):
+    with pytest.raises(
+        ConfigException,
+        match='Missing required configuration "zookeeper.connect" which has no default value.',
+    ):
         KafkaConfig({})
 
 
@@ -147,21 +180,27 @@ def test_unknown_keys_are_kept_and_reported() -> None:
 def test_retention_precedence_is_ms_then_minutes_then_hours() -> None:
     assert config(log_retention_hours="1").log_retention_ms == 3600000
     assert config(log_retention_hours="1", log_retention_minutes="2").log_retention_ms == 120000
-    assert config(log_retention_hours="1", log_retention_minutes="2", log_retention_ms="5").log_retention_ms == 5
+    assert (
+        config(log_retention_hours="1", log_retention_minutes="2", log_retention_ms="5").log_retention_ms == 5
+    )
     assert config(log_retention_ms="-1").log_retention_ms == -1
     assert config(log_retention_hours="-5").log_retention_ms == -1
     assert config().get("log.retention.ms") is None
 
 
 def test_retention_of_zero_is_rejected() -> None:
-    assert "log.retention.ms must be unlimited (-1) or, greater than or equal to 1" in error_for({"log.retention.ms": "0"})
+    assert "log.retention.ms must be unlimited (-1) or, greater than or equal to 1" in error_for(
+        {"log.retention.ms": "0"}
+    )
 
 
 def test_roll_and_flush_fall_back_like_kafka() -> None:
     assert config(log_roll_hours="2").log_roll_ms == 7200000
     assert config(log_roll_hours="2", log_roll_ms="10").log_roll_ms == 10
     assert config(log_flush_scheduler_interval_ms="3000").log_flush_interval_ms == 3000
-    assert config(log_flush_scheduler_interval_ms="3000", log_flush_interval_ms="7").log_flush_interval_ms == 7
+    assert (
+        config(log_flush_scheduler_interval_ms="3000", log_flush_interval_ms="7").log_flush_interval_ms == 7
+    )
 
 
 def test_log_dirs_wins_over_log_dir() -> None:
@@ -172,12 +211,18 @@ def test_log_dirs_wins_over_log_dir() -> None:
 
 
 def test_embedded_zookeeper_data_dir_sits_beside_the_log_dirs() -> None:
-    assert config(log_dirs="/data/kafka/logs,/x").kafkapy_zookeeper_embedded_data_dir == "/data/kafka/zookeeper-data"
+    assert (
+        config(log_dirs="/data/kafka/logs,/x").kafkapy_zookeeper_embedded_data_dir
+        == "/data/kafka/zookeeper-data"
+    )
     assert config(kafkapy_zookeeper_embedded_data_dir="/zk").kafkapy_zookeeper_embedded_data_dir == "/zk"
 
 
 def test_embedded_zookeeper_only_for_loopback_connect_strings() -> None:
-    assert config(zookeeper_connect="localhost:2181/kafka").embedded_zookeeper_candidate == ("localhost", 2181)
+    assert config(zookeeper_connect="localhost:2181/kafka").embedded_zookeeper_candidate == (
+        "localhost",
+        2181,
+    )
     assert config(zookeeper_connect="127.0.0.1:2999").embedded_zookeeper_candidate == ("127.0.0.1", 2999)
     assert config(zookeeper_connect="zk1.example:2181").embedded_zookeeper_candidate is None
     disabled = config(zookeeper_connect="localhost:2181", kafkapy_zookeeper_embedded_enable="false")
@@ -217,7 +262,9 @@ def test_listeners_parse_to_endpoints() -> None:
 
 def test_advertised_endpoints_fill_in_the_host_name() -> None:
     c = config(listeners="PLAINTEXT://:9092")
-    assert c.advertised_endpoints("broker1.example") == [EndPoint("PLAINTEXT", "PLAINTEXT", "broker1.example", 9092)]
+    assert c.advertised_endpoints("broker1.example") == [
+        EndPoint("PLAINTEXT", "PLAINTEXT", "broker1.example", 9092)
+    ]
     c = config(listeners="PLAINTEXT://0.0.0.0:9092", advertised_listeners="PLAINTEXT://public:19092")
     assert c.advertised_endpoints("ignored") == [EndPoint("PLAINTEXT", "PLAINTEXT", "public", 19092)]
 
@@ -228,12 +275,23 @@ def test_advertised_endpoints_fill_in_the_host_name() -> None:
         ({"listeners": "PLAINTEXT:9092"}, "Unable to parse PLAINTEXT:9092 to a broker endpoint"),
         ({"listeners": "FOO://:9092"}, "No security protocol defined for listener FOO"),
         ({"listeners": "PLAINTEXT://:9092,PLAINTEXT://:9093"}, "Each listener must have a different name"),
-        ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "cannot use the nonroutable meta-address 0.0.0.0"),
-        ({"listeners": "A://:1", "listener.security.protocol.map": "A:PLAINTEXT"},
-         "inter.broker.listener.name must be a listener name defined in advertised.listeners"),
-        ({"broker.id": "1001"}, "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id"),
+        (
+            {"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"},
+            "cannot use the nonroutable meta-address 0.0.0.0",
+        ),
+        (
+            {"listeners": "A://:1", "listener.security.protocol.map": "A:PLAINTEXT"},
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners",
+        ),
+        (
+            {"broker.id": "1001"},
+            "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id",
+        ),
         ({"broker.id.generation.enable": "false"}, "broker.id must be greater than or equal to 0"),
-        ({"replica.fetch.wait.max.ms": "40000"}, "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms"),
+        (
+            {"replica.fetch.wait.max.ms": "40000"},
+            "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms",
+        ),
         ({"offsets.commit.required.acks": "5"}, "offsets.commit.required.acks must be greater or equal -1"),
     ],
 )
@@ -243,10 +301,18 @@ def test_cross_key_checks(props: dict[str, str], fragment: str) -> None:
 
 def test_log_config_props_use_topic_level_names() -> None:
     c = config(
-        log_segment_bytes="1024", log_roll_hours="1", log_retention_minutes="10", log_cleanup_policy="compact,delete",
-        log_flush_interval_messages="5", message_max_bytes="2000", unclean_leader_election_enable="true",
-        min_insync_replicas="2", compression_type="lz4", log_message_timestamp_type="LogAppendTime",
-        log_index_interval_bytes="100", log_index_size_max_bytes="4096",
+        log_segment_bytes="1024",
+        log_roll_hours="1",
+        log_retention_minutes="10",
+        log_cleanup_policy="compact,delete",
+        log_flush_interval_messages="5",
+        message_max_bytes="2000",
+        unclean_leader_election_enable="true",
+        min_insync_replicas="2",
+        compression_type="lz4",
+        log_message_timestamp_type="LogAppendTime",
+        log_index_interval_bytes="100",
+        log_index_size_max_bytes="4096",
     )
     props = c.log_config_props()
     assert props["segment.bytes"] == "1024"
