@@ -1,0 +1,197 @@
+"""AbstractIndex: an mmap'd file of fixed-width entries sorted by key, searched by bisection.
+
+The base class owns the file, the mapping and the search; subclasses declare the entry layout
+(`ENTRY`), what an entry's sort key is, and their sanity rules. The file of an active segment
+is preallocated to `max_index_size` rounded down to a whole number of entries, and trimmed to
+its entries when the segment stops being active or the log is closed, so a trimmed file's
+length tells how many entries it holds.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import threading
+from typing import ClassVar
+
+
+class CorruptIndexException(Exception):
+    """An index file breaks its format's invariants; the segment is recovered from its log."""
+
+
+class IndexFullError(Exception):
+    pass
+
+
+class InvalidOffsetException(Exception):
+    """An entry would break the index's ordering."""
+
+
+class AbstractIndex:
+    ENTRY: ClassVar[struct.Struct]
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int, writable: bool = True) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.writable = writable
+        # Guards remapping against a flush or close from the background thread; lookups and
+        # appends run on the owner's thread under the log's lock.
+        self._lock = threading.Lock()
+        entry_size = self.ENTRY.size
+        new_file = not os.path.exists(path) or os.path.getsize(path) == 0
+        self._fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CREAT, 0o644)
+        length = os.fstat(self._fd).st_size
+        if new_file and writable:
+            length = max_index_size - max_index_size % entry_size
+            os.ftruncate(self._fd, length)
+        self._length = length
+        self._mm: mmap.mmap | None = self._map(length)
+        # A new file has no entries; an existing one was trimmed to its entries when closed.
+        self._entries = 0 if new_file else length // entry_size
+        self.max_index_size = max_index_size
+        self._max_entries = length // entry_size
+
+    # -- subclass contract ----------------------------------------------------------------------
+
+    def _key(self, slot: int) -> int:
+        """The sort key of entry `slot` (an absolute offset or a timestamp)."""
+        raise NotImplementedError
+
+    def sanity_check(self) -> None:
+        raise NotImplementedError
+
+    # -- file and mapping -----------------------------------------------------------------------
+
+    def _map(self, length: int) -> mmap.mmap | None:
+        if length == 0:
+            return None  # mmap refuses empty files
+        access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+        return mmap.mmap(self._fd, length, access=access)
+
+    def _remap(self, length: int) -> None:
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+            os.ftruncate(self._fd, length)
+            self._length = length
+            self._mm = self._map(length)
+            self._max_entries = length // self.ENTRY.size
+
+    def resize(self, new_size: int) -> bool:
+        """Resize the file to `new_size` rounded down to whole entries (never below the entries)."""
+        rounded = max(new_size - new_size % self.ENTRY.size, self._entries * self.ENTRY.size)
+        if rounded == self._length:
+            return False
+        self._remap(rounded)
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        self.resize(self._entries * self.ENTRY.size)
+
+    def reset(self) -> None:
+        """Drop every entry and preallocate again (before a rebuild)."""
+        self._entries = 0
+        self.resize(self.max_index_size)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._mm is not None:
+                self._mm.flush()
+
+    def close(self) -> None:
+        self.trim_to_valid_size()
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def delete(self) -> None:
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def rename_to(self, path: str) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    # -- entries --------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._entries * self.ENTRY.size
+
+    @property
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def _entry(self, slot: int) -> tuple[int, ...]:
+        assert self._mm is not None
+        return self.ENTRY.unpack_from(self._mm, slot * self.ENTRY.size)
+
+    def _append_entry(self, *values: int) -> None:
+        if self._entries >= self._max_entries:
+            raise IndexFullError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
+        assert self._mm is not None
+        self.ENTRY.pack_into(self._mm, self._entries * self.ENTRY.size, *values)
+        self._entries += 1
+
+    def _largest_lower_bound_slot(self, target: int) -> int:
+        """Slot of the largest entry whose key is <= target, or -1 if there is none."""
+        n = self._entries
+        if n == 0 or self._key(0) > target:
+            return -1
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if self._key(mid) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _smallest_upper_bound_slot(self, target: int) -> int:
+        """Slot of the smallest entry whose key is >= target, or -1 if there is none."""
+        n = self._entries
+        if n == 0 or self._key(n - 1) < target:
+            return -1
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self._key(mid) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        self._entries = min(entries, self._entries)
+
+    def _check_file_length(self) -> None:
+        if self._length % self.ENTRY.size != 0:
+            raise CorruptIndexException(
+                f"Index file {self.path} is corrupt, found {self._length} bytes which is "
+                f"neither positive nor a multiple of {self.ENTRY.size}."
+            )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(path={self.path!r}, entries={self._entries}/{self._max_entries})"

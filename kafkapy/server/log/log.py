@@ -1,0 +1,429 @@
+"""Log: one partition's sequence of segments, the unit of append, read, flush and retention.
+
+Segments sit in a SortedDict keyed by base offset (a read floors its start offset there). The
+broker appends and reads from its event-loop thread; flushing and retention run on a
+background thread. One lock guards the segment map and the offsets; fsync runs outside it so
+that a slow disk never stalls appends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable
+
+from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
+from kafkapy.protocol.record_batch import (
+    NO_TIMESTAMP,
+    set_base_offset,
+    set_log_append_time,
+    validate_records,
+)
+from kafkapy.server.config_def import LONG_MAX
+from kafkapy.server.log.fetch_data_info import (
+    FetchDataInfo,
+    LogAppendInfo,
+    LogOffsetMetadata,
+    TimestampAndOffset,
+)
+from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.log_loader import load_log
+from kafkapy.server.log.log_retention import RetentionAndTruncation
+from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
+from kafkapy.server.log.producer_state import ProducerStateManager
+
+logger = logging.getLogger("kafkapy.log.Log")
+
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets' special targets
+
+Scheduler = Callable[[Callable[[], None]], object]
+
+
+class UnexpectedAppendOffsetException(KafkaError):
+    """A follower's records start before the log end offset."""
+
+
+class OffsetsOutOfOrderException(KafkaError):
+    """A follower's records do not have increasing offsets."""
+
+
+def system_time_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Log(RetentionAndTruncation):
+    def __init__(
+        self,
+        dir_: str,
+        config: LogConfig,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        *,
+        had_clean_shutdown: bool = False,
+        time_ms: Callable[[], int] = system_time_ms,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        """Open (or create) the log in `dir_`, recovering it unless it was shut down cleanly.
+
+        `scheduler` runs the flush of a rolled-out segment off the caller's thread (e.g. an
+        executor's submit); without one that flush runs inline.
+        """
+        os.makedirs(dir_, exist_ok=True)
+        self.dir = dir_
+        self.name = os.path.basename(dir_)
+        self.config = config
+        self._time_ms = time_ms
+        self._scheduler = scheduler
+        self._lock = threading.RLock()
+        self._closed = False
+        started = time_ms()
+        loaded = load_log(
+            dir_, config, recovery_point, log_start_offset, had_clean_shutdown, time_ms, self._roll_jitter
+        )
+        self._segments = loaded.segments
+        self._next_offset = loaded.next_offset
+        self.recovery_point = loaded.recovery_point
+        self.log_start_offset = loaded.log_start_offset
+        self._high_watermark = self.log_start_offset
+        self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
+        self.last_flush_time = time_ms()
+        self.producer_state = ProducerStateManager(self.name)
+        self._rebuild_producer_state()
+        logger.info(
+            "[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and log end offset %d in %d ms",
+            self.name, os.path.dirname(dir_), len(self._segments), self.log_start_offset, self._next_offset,
+            time_ms() - started,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return (
+            f"Log(dir={self.dir}, logStartOffset={self.log_start_offset}, logEndOffset={self._next_offset})"
+        )
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Set by the replica manager; kept within [log start offset, log end offset]."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self.log_start_offset), self._next_offset)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._next_offset - self.recovery_point
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments.peekitem(-1)[1]
+
+    @property
+    def log_segments(self) -> list[LogSegment]:
+        with self._lock:
+            return list(self._segments.values())
+
+    @property
+    def number_of_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def size(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._segments.values())
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+
+    # -- append ---------------------------------------------------------------------------------
+
+    def append_as_leader(
+        self, records: memoryview | bytes | bytearray, leader_epoch: int = 0
+    ) -> LogAppendInfo:
+        """Validate a producer's batches, assign offsets in place, write them.
+
+        A writable buffer (the network receive buffer) is patched where it is; a read-only one
+        is copied once first. A retried batch of an idempotent producer is not written again:
+        the answer carries its original offsets and `duplicate=True`.
+        """
+        buf = _byte_view(records)
+        with self._lock:
+            batches = validate_records(buf, self.config.max_message_bytes, from_client=True)
+            if not batches:
+                return self._empty_append_info()
+            for _, header in batches:
+                if (
+                    header.producer_id >= 0
+                    and (dup := self.producer_state.find_duplicate(header)) is not None
+                ):
+                    return LogAppendInfo(
+                        dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
+                        dup.timestamp if self.config.log_append_time else NO_TIMESTAMP,
+                        self.log_start_offset, dup.last_offset - dup.first_offset + 1, 0, duplicate=True,
+                    )  # fmt: skip
+            now = self._time_ms()
+            log_append_time = self.config.log_append_time
+            if not log_append_time and self.config.message_timestamp_difference_max_ms < LONG_MAX:
+                self._check_timestamps(batches, now)
+            if buf.readonly:
+                buf = memoryview(bytearray(buf))
+            first_offset = offset = self._next_offset
+            max_timestamp, offset_of_max_timestamp, num_messages = NO_TIMESTAMP, first_offset, 0
+            assigned = []
+            for position, header in batches:
+                set_base_offset(buf, position, offset, leader_epoch)
+                timestamp = header.max_timestamp
+                if log_append_time:
+                    set_log_append_time(buf, position, header.size, now)
+                    timestamp = now
+                last = offset + header.last_offset_delta
+                if timestamp > max_timestamp:
+                    max_timestamp, offset_of_max_timestamp = timestamp, last
+                assigned.append((header, offset))
+                num_messages += header.records_count
+                offset = last + 1
+            updates = self.producer_state.prepare(assigned)
+            self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp)
+            self.producer_state.commit(updates)
+            return LogAppendInfo(
+                first_offset, offset - 1, max_timestamp, offset_of_max_timestamp,
+                now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
+            )  # fmt: skip
+
+    def append_as_follower(self, records: memoryview | bytes | bytearray) -> LogAppendInfo:
+        """Append a leader's batches with the leader's offsets, epochs and timestamps."""
+        buf = _byte_view(records)
+        with self._lock:
+            batches = validate_records(buf, None, from_client=False)
+            if not batches:
+                return self._empty_append_info()
+            first = batches[0][1].base_offset
+            if first < self._next_offset:
+                raise UnexpectedAppendOffsetException(
+                    f"Unexpected offset in append to {self.name}. First offset {first} is less than the "
+                    f"next offset {self._next_offset}."
+                )
+            max_timestamp, offset_of_max_timestamp, num_messages, expected = NO_TIMESTAMP, first, 0, first
+            for _, header in batches:
+                if header.base_offset < expected:
+                    raise OffsetsOutOfOrderException(f"Out of order offsets found in append to {self.name}")
+                if header.max_timestamp > max_timestamp:
+                    max_timestamp, offset_of_max_timestamp = header.max_timestamp, header.last_offset
+                num_messages += header.records_count
+                expected = header.next_offset
+            updates = self.producer_state.prepare(((h, h.base_offset) for _, h in batches), verify=False)
+            self._append(buf, first, expected - 1, max_timestamp, offset_of_max_timestamp)
+            self.producer_state.commit(updates)
+            return LogAppendInfo(
+                first, expected - 1, max_timestamp, offset_of_max_timestamp, NO_TIMESTAMP,
+                self.log_start_offset, num_messages, buf.nbytes,
+            )  # fmt: skip
+
+    def _append(self, buf: memoryview, first: int, last: int, max_ts: int, offset_of_max_ts: int) -> None:
+        params = RollParams(
+            self.config.segment_ms, self.config.segment_bytes, max_ts, last, buf.nbytes, self._time_ms()
+        )
+        segment = self.active_segment
+        if segment.should_roll(params):
+            segment = self.roll(first)
+        segment.append(last, max_ts, offset_of_max_ts, buf)
+        self._next_offset = last + 1
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
+
+    def _check_timestamps(self, batches: list, now: int) -> None:
+        limit = self.config.message_timestamp_difference_max_ms
+        for _, header in batches:
+            for ts in (header.base_timestamp, header.max_timestamp):
+                if ts != NO_TIMESTAMP and abs(ts - now) > limit:
+                    raise InvalidTimestampException(
+                        f"Timestamp {ts} of message in {self.name} is out of range. The timestamp should be "
+                        f"within [{now - limit}, {now + limit}]"
+                    )
+
+    def _empty_append_info(self) -> LogAppendInfo:
+        return LogAppendInfo(-1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, self.log_start_offset, 0, 0)
+
+    # -- roll and flush -------------------------------------------------------------------------
+
+    def _roll_jitter(self) -> int:
+        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        return random.randrange(jitter) if jitter > 0 else 0
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, log end offset)."""
+        with self._lock:
+            new_offset = max(expected_next_offset or 0, self._next_offset)
+            active = self.active_segment
+            if active.base_offset == new_offset and active.size == 0:
+                return active  # rolling an empty segment into another empty one gains nothing
+            for path in segment_paths(self.dir, new_offset):
+                if os.path.exists(path):
+                    logger.warning("Newly rolled segment file %s already exists; deleting it first", path)
+                    os.unlink(path)
+            active.on_become_inactive_segment()
+            segment = LogSegment.open(self.dir, new_offset, self.config, self._time_ms, self._roll_jitter())
+            self._segments[new_offset] = segment
+            logger.info("[Log partition=%s] Rolled new log segment at offset %d", self.name, new_offset)
+        if self._scheduler is not None:
+            self._scheduler(lambda: self.flush(new_offset))
+        else:
+            self.flush(new_offset)
+        return segment
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point."""
+        with self._lock:
+            offset = self._next_offset if up_to is None else min(up_to, self._next_offset)
+            if offset <= self.recovery_point:
+                return
+            first = max(self._segments.bisect_right(self.recovery_point) - 1, 0)
+            last = self._segments.bisect_left(offset)
+            segments = list(self._segments.values()[first : max(last, first + 1)])
+        for segment in segments:
+            segment.flush()
+        with self._lock:
+            if offset > self.recovery_point:
+                self.recovery_point = offset
+                self.last_flush_time = self._time_ms()
+
+    # -- read -----------------------------------------------------------------------------------
+
+    def read(
+        self, start_offset: int, max_length: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> FetchDataInfo:
+        """File regions from `start_offset`, at most `max_length` bytes, ending before `max_offset`.
+
+        Continues into the next segment when a segment's data ran out before the budget (the
+        regions then join on a batch boundary). Raises OffsetOutOfRangeException outside
+        [log start offset, log end offset].
+        """
+        with self._lock:
+            end = self._next_offset
+            if start_offset == end:
+                active = self.active_segment
+                return FetchDataInfo(LogOffsetMetadata(end, active.base_offset, active.size))
+            if start_offset > end or start_offset < self.log_start_offset:
+                raise OffsetOutOfRangeException(
+                    f"Received request for offset {start_offset} for partition {self.name}, but we only have "
+                    f"log segments in the range {self.log_start_offset} to {end}."
+                )
+            limit = end if max_offset is None else min(max_offset, end)
+            if start_offset >= limit:
+                return FetchDataInfo(LogOffsetMetadata(start_offset))
+            limit_base, limit_position = self._position_of(limit)
+            keys = self._segments.keys()
+            index = max(self._segments.bisect_right(start_offset) - 1, 0)
+            regions, total, metadata, incomplete = [], 0, None, False
+            remaining, min_one = max_length, min_one_message
+            while index < len(keys) and keys[index] <= limit_base:
+                segment: LogSegment = self._segments[keys[index]]
+                max_position = limit_position if segment.base_offset == limit_base else segment.size
+                info = segment.read(start_offset, remaining, max_position, min_one)
+                index += 1
+                if info is None:
+                    continue
+                if metadata is None:
+                    metadata, incomplete = info.fetch_offset_metadata, info.first_entry_incomplete
+                if not info.records:
+                    break
+                region = info.records[0]
+                regions.append(region)
+                total += region.length
+                remaining -= region.length
+                min_one = False
+                if remaining <= 0 or region.position + region.length < max_position:
+                    break
+            if metadata is None:
+                return FetchDataInfo(LogOffsetMetadata(end))
+            return FetchDataInfo(metadata, regions, total, incomplete)
+
+    def _position_of(self, offset: int) -> tuple[int, int]:
+        """(segment base offset, byte position) where the batch holding `offset` starts."""
+        if offset == self._next_offset:
+            active = self.active_segment
+            return active.base_offset, active.size
+        cached = self._hw_position
+        if cached is not None and cached[0] == offset:
+            return cached[1], cached[2]
+        segment: LogSegment = self._segments.peekitem(max(self._segments.bisect_right(offset) - 1, 0))[1]
+        found = segment.translate_offset(offset)
+        position = segment.size if found is None else found.position
+        self._hw_position = (offset, segment.base_offset, position)
+        return segment.base_offset, position
+
+    def _remove_segments(self, segments: list[LogSegment]) -> None:
+        for segment in segments:
+            del self._segments[segment.base_offset]
+            segment.delete()
+        self._hw_position = None
+
+    def _rebuild_producer_state(self) -> None:
+        self.producer_state.rebuild(h for s in self._segments.values() for _, h in s.log.batches_from(0))
+
+    # -- timestamps -----------------------------------------------------------------------------
+
+    def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: the first offset whose timestamp is >= target, or a special target's answer.
+
+        -2 (earliest) gives the log start offset, -1 (latest) the log end offset, -3 (max
+        timestamp) the offset of the largest timestamp; None when no record is that late.
+        """
+        with self._lock:
+            if target_timestamp == EARLIEST_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset)
+            if target_timestamp == LATEST_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, self._next_offset)
+            segments = list(self._segments.values())
+            if target_timestamp == MAX_TIMESTAMP:
+                best = max(segments, key=lambda s: s.max_timestamp_so_far)
+                if best.max_timestamp_so_far < 0:
+                    return TimestampAndOffset(NO_TIMESTAMP, -1)
+                return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+            for segment in segments:
+                if segment.largest_timestamp >= target_timestamp:
+                    return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+            return None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self._segments.values():
+                segment.close()
+
+    def rename_dir(self, new_dir: str) -> None:
+        """Move the log's directory (topic deletion renames before deleting), keeping files open."""
+        with self._lock:
+            os.rename(self.dir, new_dir)
+            self.dir = new_dir
+            for segment in self._segments.values():
+                log_path, index_path, time_index_path = segment_paths(new_dir, segment.base_offset)
+                segment.log.path, segment.offset_index.path, segment.time_index.path = (
+                    log_path, index_path, time_index_path,
+                )  # fmt: skip
+
+    def delete(self) -> None:
+        """Delete every segment and the directory."""
+        with self._lock:
+            self._remove_segments(list(self._segments.values()))
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _byte_view(records: memoryview | bytes | bytearray) -> memoryview:
+    view = records if isinstance(records, memoryview) else memoryview(records)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")

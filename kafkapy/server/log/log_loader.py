@@ -1,0 +1,145 @@
+"""Loading a log directory: its segments, their indexes, and recovery after an unclean shutdown.
+
+Steps, after Kafka's LogLoader:
+1. delete leftovers of interrupted operations (`.deleted`, `.cleaned`, `.swap`, `.tmp` files)
+   and index files whose `.log` is gone;
+2. open every segment; one whose offset or time index is missing or fails its sanity check
+   is recovered at once (indexes rebuilt from the batches);
+3. after an unclean shutdown, recover every segment from the one holding the recovery point
+   on; the first one that had to be truncated ends the log: later segments are deleted;
+4. make sure an (empty) active segment exists and give its indexes room to grow.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sortedcontainers import SortedDict
+
+from kafkapy.server.log.abstract_index import CorruptIndexException
+from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.log_segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_paths,
+)
+
+logger = logging.getLogger("kafkapy.log.LogLoader")
+
+_TEMP_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+
+
+@dataclass(slots=True)
+class LoadedLog:
+    segments: SortedDict  # base offset -> LogSegment
+    next_offset: int
+    recovery_point: int
+    log_start_offset: int
+
+
+def load_log(
+    dir_: str,
+    config: LogConfig,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+    time_ms: Callable[[], int],
+    roll_jitter: Callable[[], int],
+) -> LoadedLog:
+    prefix = f"[Log partition={os.path.basename(dir_)}, dir={os.path.dirname(dir_)}]"
+    base_offsets = _scan_files(dir_, prefix)
+    segments: SortedDict = SortedDict()
+    for base_offset in base_offsets:
+        segments[base_offset] = _open_segment(dir_, base_offset, config, time_ms, prefix)
+    if not had_clean_shutdown and segments:
+        _recover_unflushed(segments, recovery_point, prefix)
+    if not segments:
+        start = max(log_start_offset, 0)
+        segments[start] = LogSegment.open(dir_, start, config, time_ms, roll_jitter())
+    active: LogSegment = segments.peekitem(-1)[1]
+    active.resize_indexes(config.segment_index_bytes)
+    next_offset = active.read_next_offset()
+    first_base = segments.peekitem(0)[0]
+    log_start_offset = min(max(log_start_offset, first_base), next_offset)
+    recovery_point = next_offset if had_clean_shutdown else min(recovery_point, next_offset)
+    return LoadedLog(segments, next_offset, max(recovery_point, log_start_offset), log_start_offset)
+
+
+def _scan_files(dir_: str, prefix: str) -> list[int]:
+    names = os.listdir(dir_)
+    base_offsets: list[int] = []
+    for name in names:
+        path = os.path.join(dir_, name)
+        if name.endswith(_TEMP_SUFFIXES):
+            logger.info("%s Deleting stray temporary file %s", prefix, path)
+            os.unlink(path)
+    names = set(os.listdir(dir_))
+    for name in sorted(names):
+        stem, ext = os.path.splitext(name)
+        if not stem.isdigit():
+            continue
+        if ext == LOG_SUFFIX:
+            base_offsets.append(int(stem))
+        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem + LOG_SUFFIX not in names:
+            logger.warning(
+                "%s Found an orphaned index file %s, with no corresponding log file.", prefix, name
+            )
+            os.unlink(os.path.join(dir_, name))
+    return base_offsets
+
+
+def _open_segment(
+    dir_: str, base_offset: int, config: LogConfig, time_ms: Callable[[], int], prefix: str
+) -> LogSegment:
+    log_path, index_path, time_index_path = segment_paths(dir_, base_offset)
+    missing = [p for p in (index_path, time_index_path) if not os.path.exists(p)]
+    segment = LogSegment.open(dir_, base_offset, config, time_ms)
+    reason = ""
+    if missing:
+        reason = f"Could not find index file(s) {', '.join(missing)} corresponding to log file {log_path}"
+    else:
+        try:
+            segment.sanity_check()
+        except CorruptIndexException as e:
+            reason = f"Found a corrupted index file corresponding to log file {log_path} due to {e}"
+    if reason:
+        logger.warning("%s %s, recovering segment and rebuilding index files...", prefix, reason)
+        _recover_segment(segment, prefix)
+    return segment
+
+
+def _recover_segment(segment: LogSegment, prefix: str) -> int:
+    truncated = segment.recover()
+    if truncated > 0:
+        logger.warning(
+            "%s Truncated %d invalid bytes at the end of segment %s during recovery",
+            prefix,
+            truncated,
+            segment.log.path,
+        )
+    return truncated
+
+
+def _recover_unflushed(segments: SortedDict, recovery_point: int, prefix: str) -> None:
+    start_index = max(segments.bisect_right(recovery_point) - 1, 0)
+    unflushed = list(segments.values()[start_index:])
+    for i, segment in enumerate(unflushed):
+        logger.info("%s Recovering unflushed segment %d", prefix, segment.base_offset)
+        if _recover_segment(segment, prefix) > 0:
+            logger.warning(
+                "%s Corruption found in segment %d, truncating to offset %d",
+                prefix,
+                segment.base_offset,
+                segment.read_next_offset(),
+            )
+            for later in unflushed[i + 1 :]:
+                logger.warning("%s Deleting segment %d after the corruption", prefix, later.base_offset)
+                del segments[later.base_offset]
+                later.delete()
+            return

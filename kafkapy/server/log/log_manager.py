@@ -1,0 +1,307 @@
+"""LogManager: every partition log of the broker, across its log dirs.
+
+Each log dir is locked (`.lock`, flock) for the life of the broker, holds one directory per
+partition (`<topic>-<partition>`) and three checkpoint files. A clean shutdown leaves a
+`.kafka_cleanshutdown` marker; without it, the next start recovers every log from its
+recovery point. Periodic work (flush, retention, checkpoints) is plain methods that the
+server schedules on a background thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+
+from kafkapy.server.log.log import Log, Scheduler, system_time_ms
+from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.offset_checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
+    OffsetCheckpointFile,
+)
+from kafkapy.server.log.topic_partition import TopicPartition
+
+logger = logging.getLogger("kafkapy.log.LogManager")
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+
+
+class LogDirLockedException(RuntimeError):
+    """Another process (or LogManager) holds a log dir: two brokers must never share one."""
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[str],
+        default_config: LogConfig,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        *,
+        time_ms: Callable[[], int] = system_time_ms,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        """Create missing log dirs and lock them all; `startup()` loads the logs."""
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config
+        self._topic_configs = dict(topic_configs or {})
+        self._time_ms = time_ms
+        self._scheduler = scheduler
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock = threading.Lock()
+        self._dir_locks: list[int] = []
+        try:
+            for log_dir in self.log_dirs:
+                os.makedirs(log_dir, exist_ok=True)
+                self._dir_locks.append(_lock_dir(log_dir))
+        except BaseException:
+            self._release_locks()
+            raise
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def had_clean_shutdown(self) -> bool:
+        """Whether every log dir holds the clean shutdown marker (call before `startup`)."""
+        return all(os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE)) for d in self.log_dirs)
+
+    def startup(self) -> None:
+        for log_dir in self.log_dirs:
+            self._load_logs(log_dir)
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write the checkpoints and the clean shutdown markers."""
+        logger.info("Shutting down.")
+        with self._lock:
+            logs = dict(self._logs)
+        failed_dirs: set[str] = set()
+        for tp, log in logs.items():
+            try:
+                log.flush()
+                log.close()
+            except Exception:
+                logger.exception("Error while closing log %s", tp)
+                failed_dirs.add(os.path.dirname(log.dir))
+        self.checkpoint_recovery_points(logs)
+        self.checkpoint_log_start_offsets(logs)
+        self.checkpoint_high_watermarks(logs)
+        for log_dir in self.log_dirs:
+            if log_dir not in failed_dirs:
+                logger.debug("Writing clean shutdown marker at %s", log_dir)
+                with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), "w"):
+                    pass
+        with self._lock:
+            self._logs.clear()
+        self._release_locks()
+        logger.info("Shutdown complete.")
+
+    def _release_locks(self) -> None:
+        for fd in self._dir_locks:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+        self._dir_locks = []
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def _load_logs(self, log_dir: str) -> None:
+        marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        if clean:
+            logger.info("Skipping recovery for all logs in %s since clean shutdown file was found", log_dir)
+        else:
+            logger.info(
+                "Attempting recovery for all logs in %s since no clean shutdown file was found", log_dir
+            )
+        recovery_points = _read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
+        start_offsets = _read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = _read_checkpoint(log_dir, REPLICATION_CHECKPOINT)
+        names = sorted(n for n in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, n)))
+        for i, name in enumerate(names, 1):
+            path = os.path.join(log_dir, name)
+            if name.endswith(DELETE_DIR_SUFFIX):
+                logger.info("Deleting %s, a log marked for deletion before the last shutdown", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            try:
+                tp = TopicPartition.from_dir_name(name)
+            except ValueError as e:
+                logger.warning("Skipping %s: %s", path, e)
+                continue
+            logger.info("Loading log '%s'", name)
+            started = self._time_ms()
+            log = Log(
+                path, self.config_for(tp.topic), recovery_points.get(tp, 0), start_offsets.get(tp, 0),
+                had_clean_shutdown=clean, time_ms=self._time_ms, scheduler=self._scheduler,
+            )  # fmt: skip
+            if tp in high_watermarks:
+                log.high_watermark = high_watermarks[tp]
+            with self._lock:
+                if tp in self._logs:
+                    raise RuntimeError(
+                        f"Duplicate log directories for {tp} are found in both {self._logs[tp].dir} and {path}"
+                    )
+                self._logs[tp] = log
+            logger.info(
+                "Completed load of log %s with %d segments, log start offset %d and log end offset %d in %d ms "
+                "(%d/%d loaded in %s)",
+                tp, log.number_of_segments, log.log_start_offset, log.log_end_offset, self._time_ms() - started,
+                i, len(names), log_dir,
+            )  # fmt: skip
+        if clean:
+            os.unlink(marker)  # from now on a crash must lead to recovery
+
+    # -- logs -----------------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        with self._lock:
+            return self._logs.get(tp)
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def logs_by_topic_partition(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        with self._lock:
+            log = self._logs.get(tp)
+            if log is not None:
+                return log
+            if config is not None:
+                self._topic_configs[tp.topic] = config
+            config = self.config_for(tp.topic)
+            log_dir = self._next_log_dir()
+            path = os.path.join(log_dir, str(tp))
+            log = Log(
+                path, config, had_clean_shutdown=not os.path.exists(path),
+                time_ms=self._time_ms, scheduler=self._scheduler,
+            )  # fmt: skip
+            self._logs[tp] = log
+        logger.info(
+            "Created log for partition %s in %s with properties %s", tp, path, config.overrides(LogConfig())
+        )
+        return log
+
+    def _next_log_dir(self) -> str:
+        """The log dir with the fewest partitions, like Kafka's placement of a new log."""
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for log in self._logs.values():
+            parent = os.path.dirname(log.dir)
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def delete_log(self, tp: TopicPartition) -> Log | None:
+        """Rename the partition's dir to `<tp>.<uuid>-delete`, then remove it (a crash in between
+        leaves a dir that the next start deletes)."""
+        with self._lock:
+            log = self._logs.pop(tp, None)
+        if log is None:
+            return None
+        log_dir = os.path.dirname(log.dir)
+        log.rename_dir(os.path.join(log_dir, f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        log.delete()
+        logger.info("Deleted log for partition %s in %s", tp, log.dir)
+        return log
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        with self._lock:
+            self._topic_configs[topic] = config
+            logs = [log for tp, log in self._logs.items() if tp.topic == topic]
+        for log in logs:
+            log.update_config(config)
+
+    # -- periodic tasks -------------------------------------------------------------------------
+
+    def flush_dirty_logs(self) -> None:
+        """fsync the logs whose flush.ms has passed since their last flush."""
+        now = self._time_ms()
+        for tp, log in self.logs_by_topic_partition().items():
+            try:
+                if now - log.last_flush_time >= log.config.flush_ms:
+                    log.flush()
+            except Exception:
+                logger.exception("Error flushing topic %s", tp.topic)
+
+    def cleanup_logs(self) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        total = 0
+        for tp, log in self.logs_by_topic_partition().items():
+            try:
+                total += log.delete_old_segments()
+            except Exception:
+                logger.exception("Error applying retention to %s", tp)
+        return total
+
+    def checkpoint_recovery_points(self, logs: dict[TopicPartition, Log] | None = None) -> None:
+        logs = self.logs_by_topic_partition() if logs is None else logs
+        for log_dir in self.log_dirs:
+            self._write_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT, logs, lambda log: log.recovery_point)
+
+    def checkpoint_log_start_offsets(self, logs: dict[TopicPartition, Log] | None = None) -> None:
+        logs = self.logs_by_topic_partition() if logs is None else logs
+        for log_dir in self.log_dirs:
+            # Only logs whose start moved past their first segment need it, like Kafka.
+            self._write_checkpoint(
+                log_dir, LOG_START_OFFSET_CHECKPOINT, logs, lambda log: log.log_start_offset,
+                lambda log: log.log_start_offset > log.log_segments[0].base_offset,
+            )  # fmt: skip
+
+    def checkpoint_high_watermarks(self, logs: dict[TopicPartition, Log] | None = None) -> None:
+        logs = self.logs_by_topic_partition() if logs is None else logs
+        for log_dir in self.log_dirs:
+            self._write_checkpoint(log_dir, REPLICATION_CHECKPOINT, logs, lambda log: log.high_watermark)
+
+    def _write_checkpoint(
+        self,
+        log_dir: str,
+        name: str,
+        logs: dict[TopicPartition, Log],
+        value: Callable[[Log], int],
+        include: Callable[[Log], bool] = lambda log: True,
+    ) -> None:
+        offsets = {
+            tp: value(log) for tp, log in logs.items() if os.path.dirname(log.dir) == log_dir and include(log)
+        }
+        try:
+            OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
+        except OSError:
+            logger.exception("Disk error while writing to %s file in directory %s", name, log_dir)
+
+
+def _lock_dir(log_dir: str) -> int:
+    fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogDirLockedException(
+            f"Failed to acquire lock on file {LOCK_FILE} in {log_dir}. A Kafka instance in another process "
+            "or thread is using this directory."
+        ) from None
+    return fd
+
+
+def _read_checkpoint(log_dir: str, name: str) -> dict[TopicPartition, int]:
+    try:
+        return OffsetCheckpointFile(os.path.join(log_dir, name)).read()
+    except OSError as e:
+        logger.warning(
+            "Error occurred while reading %s of directory %s, resetting it to 0: %s", name, log_dir, e
+        )
+        return {}

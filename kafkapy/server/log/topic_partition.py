@@ -1,0 +1,22 @@
+"""TopicPartition: the key of a partition's log, and the name of its directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def from_dir_name(cls, name: str) -> TopicPartition:
+        """Parse `<topic>-<partition>`; topic names may hold '-', so split on the last one."""
+        topic, sep, partition = name.rpartition("-")
+        if not sep or not topic or not partition.isdigit():
+            raise ValueError(f"Found directory {name}, '{name}' is not in the form of topic-partition")
+        return cls(topic, int(partition))
