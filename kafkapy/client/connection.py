@@ -1,0 +1,225 @@
+"""BrokerConnection: a blocking socket to one broker, for tools and the controller.
+
+One request at a time: `send` frames the request with a header, writes it, reads the framed
+response and decodes it, all under a lock, so threads may share a connection. Timeouts and
+disconnects close the socket (the byte stream can no longer be trusted) and raise typed
+errors; the next `send` reconnects. No asyncio here: the broker's own network layer is
+elsewhere; this is the one socket owner for code that may block.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Final
+
+from kafkapy.protocol import framing, messages
+from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from kafkapy.protocol.errors import (
+    NetworkException,
+    ProtocolError,
+    TimeoutException,
+    UnsupportedVersionException,
+    for_code,
+)
+from kafkapy.protocol.messages import Message
+
+_API_VERSIONS_MAX: Final = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+_CLIENT_SOFTWARE_NAME: Final = "kafkapy"
+_CLIENT_SOFTWARE_VERSION: Final = "0.1.0"
+
+
+class ConnectionClosedError(NetworkException):
+    """The broker closed the connection, or it could not be opened."""
+
+
+class RequestTimeoutError(TimeoutException):
+    """No (complete) response within the connection's timeout."""
+
+
+class BrokerConnection:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "kafkapy",
+        timeout: float = 30.0,
+        max_response_size: int = framing.DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout = timeout
+        self.max_response_size = max_response_size
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._correlation = itertools.count(1)
+        self.broker_versions: dict[int, tuple[int, int]] = {}
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port}, connected={self._sock is not None})"
+
+    def __enter__(self) -> BrokerConnection:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def connect(self) -> None:
+        with self._lock:
+            self._ensure_connected()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def _ensure_connected(self) -> socket.socket:
+        if self._sock is None:
+            try:
+                sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            except TimeoutError as e:
+                raise RequestTimeoutError(f"connecting to {self.host}:{self.port} timed out") from e
+            except OSError as e:
+                raise ConnectionClosedError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock = sock
+        return self._sock
+
+    def _next_correlation_id(self) -> int:
+        return next(self._correlation) & 0x7FFFFFFF
+
+    def send(
+        self,
+        api_key: int,
+        version: int,
+        body: Mapping[str, Any] | Message,
+        expect_response: bool = True,
+    ) -> Message | None:
+        """Send one request and return the decoded response (None when not expecting one).
+
+        `expect_response=False` is for Produce with acks=0, which brokers never answer.
+        Broker error codes inside the response are left for the caller to read.
+        """
+        payload = messages.encode_request(api_key, version, body)
+        with self._lock:
+            sock = self._ensure_connected()
+            correlation_id = self._next_correlation_id()
+            request = framing.encode_request_frame(api_key, version, correlation_id, self.client_id, payload)
+            deadline = time.monotonic() + self.timeout
+            what = f"{_api_name(api_key)} v{version}"
+            try:
+                sock.settimeout(self.timeout)
+                sock.sendall(request)
+                if not expect_response:
+                    return None
+                frame = self._read_frame(sock, deadline, what)
+            except TimeoutError as e:
+                self._close()
+                raise RequestTimeoutError(
+                    f"{what} to {self.host}:{self.port}: no response within {self.timeout}s"
+                ) from e
+            except OSError as e:
+                self._close()
+                raise ConnectionClosedError(f"{what} to {self.host}:{self.port} failed: {e}") from e
+            except ProtocolError:
+                self._close()
+                raise
+        return self._decode(api_key, version, correlation_id, frame, what)
+
+    def _read_exactly(self, sock: socket.socket, n: int, deadline: float, what: str) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            sock.settimeout(remaining)
+            k = sock.recv_into(view[got:])
+            if k == 0:
+                self._close()
+                raise ConnectionClosedError(
+                    f"{self.host}:{self.port} closed the connection while we read the {what} response"
+                )
+            got += k
+        return bytes(buf)
+
+    def _read_frame(self, sock: socket.socket, deadline: float, what: str) -> bytes:
+        size = framing.read_frame_size(self._read_exactly(sock, 4, deadline, what), 0, self.max_response_size)
+        return self._read_exactly(sock, size, deadline, what)
+
+    def _decode(self, api_key: int, version: int, correlation_id: int, frame: bytes, what: str) -> Message:
+        got_id, offset = framing.parse_response_header(
+            frame, framing.response_header_version(api_key, version)
+        )
+        if got_id != correlation_id:
+            self.close()
+            raise ProtocolError(f"{what}: response correlation id {got_id}, expected {correlation_id}")
+        if api_key == ApiKey.API_VERSIONS and frame[offset : offset + 2] != b"\x00\x00":
+            # A broker that refuses our ApiVersions version answers in a v0 body (see framing).
+            version = 0
+        return messages.decode_response(api_key, version, frame, offset)
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """Ask the broker which versions it serves; retry lower when it refuses ours.
+
+        Returns (and keeps in `broker_versions`) {api_key: (min, max)}.
+        """
+        version = _API_VERSIONS_MAX
+        for _ in range(2):
+            body = {
+                "client_software_name": _CLIENT_SOFTWARE_NAME,
+                "client_software_version": _CLIENT_SOFTWARE_VERSION,
+            }
+            resp = self.send(ApiKey.API_VERSIONS, version, body)
+            assert resp is not None
+            ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            if resp.error_code == 0:
+                self.broker_versions = ranges
+                return ranges
+            if resp.error_code != UnsupportedVersionException.code:
+                raise for_code(resp.error_code, f"ApiVersions v{version} failed")
+            low, high = ranges.get(ApiKey.API_VERSIONS, (0, 0))
+            version = min(high, version - 1)
+            if version < low:
+                break
+        raise UnsupportedVersionException(f"{self.host}:{self.port} shares no ApiVersions version with us")
+
+    def pick_version(self, api_key: int, ours: tuple[int, int] | None = None) -> int:
+        """The highest version of `api_key` both sides speak (call `api_versions()` first)."""
+        if ours is None:
+            ours = SUPPORTED_VERSIONS[ApiKey(api_key)]
+        theirs = self.broker_versions.get(int(api_key))
+        if theirs is None:
+            raise UnsupportedVersionException(f"{self.host}:{self.port} does not serve {_api_name(api_key)}")
+        high = min(ours[1], theirs[1])
+        if high < max(ours[0], theirs[0]):
+            raise UnsupportedVersionException(
+                f"{_api_name(api_key)}: we speak {ours[0]}-{ours[1]}, "
+                f"{self.host}:{self.port} speaks {theirs[0]}-{theirs[1]}"
+            )
+        return high
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"

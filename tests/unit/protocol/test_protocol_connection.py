@@ -1,0 +1,185 @@
+"""BrokerConnection against a small fake broker speaking our own framing over a real socket."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from kafkapy.client.connection import BrokerConnection, ConnectionClosedError, RequestTimeoutError
+from kafkapy.protocol import framing, messages
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import ProtocolError, UnsupportedVersionException
+
+Reply = Callable[[framing.RequestHeader, bytes], bytes | None]
+
+
+class FakeBroker:
+    """Answers each request frame with `reply(header, frame)` (a whole response frame, or None)."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.requests: list[framing.RequestHeader] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        decoder = framing.FrameDecoder()
+        with conn:
+            while data := conn.recv(65536):
+                for frame in decoder.feed(data):
+                    header = framing.parse_request_header(frame)
+                    self.requests.append(header)
+                    answer = self.reply(header, frame)
+                    if answer is None:
+                        continue
+                    if answer == b"CLOSE":
+                        return
+                    conn.sendall(answer)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def kafka_like(header: framing.RequestHeader, frame: bytes) -> bytes | None:
+    if header.api_key == ApiKey.API_VERSIONS:
+        if header.api_version > 2:  # pretend to be an older broker: ApiVersions 0-2 only
+            return framing.api_versions_fallback_frame(header.correlation_id, [(18, 0, 2), (3, 0, 9)])
+        body = messages.encode_response(
+            18,
+            header.api_version,
+            {
+                "api_keys": [
+                    {"api_key": 18, "min_version": 0, "max_version": 2},
+                    {"api_key": 3, "min_version": 0, "max_version": 9},
+                ]
+            },
+        )
+        return framing.encode_response_frame(18, header.api_version, header.correlation_id, body)
+    if header.api_key == ApiKey.METADATA:
+        req = messages.decode_request(3, header.api_version, frame, header.body_offset)
+        names = [t.name for t in req.topics or []]
+        body = messages.encode_response(
+            3,
+            header.api_version,
+            {
+                "brokers": [{"node_id": 1, "host": "h", "port": 1}],
+                "topics": [{"name": n, "error_code": 3} for n in names],
+            },
+        )
+        return framing.encode_response_frame(3, header.api_version, header.correlation_id, body)
+    return None
+
+
+@pytest.fixture
+def broker() -> Iterator[FakeBroker]:
+    b = FakeBroker(kafka_like)
+    yield b
+    b.close()
+
+
+def test_api_versions_negotiation_retries_lower_and_picks_highest_common(broker: FakeBroker) -> None:
+    with BrokerConnection("127.0.0.1", broker.port, client_id="t", timeout=5) as conn:
+        assert conn.api_versions() == {18: (0, 2), 3: (0, 9)}
+        assert [r.api_version for r in broker.requests] == [3, 2]
+        assert conn.pick_version(ApiKey.METADATA) == 9
+        with pytest.raises(UnsupportedVersionException):
+            conn.pick_version(ApiKey.FETCH)
+
+
+def test_send_decodes_the_response_and_uses_fresh_correlation_ids(broker: FakeBroker) -> None:
+    with BrokerConnection("127.0.0.1", broker.port, client_id="tool", timeout=5) as conn:
+        for v in (1, 9):
+            resp = conn.send(ApiKey.METADATA, v, {"topics": [{"name": "a"}, {"name": "b"}]})
+            assert resp is not None and [t.name for t in resp.topics] == ["a", "b"]
+        assert [r.client_id for r in broker.requests] == ["tool", "tool"]
+        assert len({r.correlation_id for r in broker.requests}) == 2
+
+
+def test_threads_share_one_connection(broker: FakeBroker) -> None:
+    errors: list[BaseException] = []
+    with BrokerConnection("127.0.0.1", broker.port, timeout=5) as conn:
+
+        def worker(i: int) -> None:
+            try:
+                for _ in range(20):
+                    resp = conn.send(ApiKey.METADATA, 9, {"topics": [{"name": f"t{i}"}]})
+                    assert resp is not None and resp.topics[0].name == f"t{i}"
+            except BaseException as e:  # reported below, in the test thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+
+
+def test_a_silent_broker_times_out_and_the_next_send_reconnects() -> None:
+    calls = []
+
+    def reply(header: framing.RequestHeader, frame: bytes) -> bytes | None:
+        calls.append(header)
+        return None if len(calls) == 1 else kafka_like(header, frame)
+
+    b = FakeBroker(reply)
+    try:
+        conn = BrokerConnection("127.0.0.1", b.port, timeout=0.3)
+        with pytest.raises(RequestTimeoutError, match="no response"):
+            conn.send(ApiKey.METADATA, 9, {"topics": []})
+        assert not conn.connected
+        assert conn.send(ApiKey.METADATA, 9, {"topics": []}) is not None
+        conn.close()
+    finally:
+        b.close()
+
+
+def test_a_closed_connection_is_a_clear_error() -> None:
+    b = FakeBroker(lambda h, f: b"CLOSE")
+    try:
+        conn = BrokerConnection("127.0.0.1", b.port, timeout=2)
+        with pytest.raises(ConnectionClosedError, match="closed the connection"):
+            conn.send(ApiKey.METADATA, 9, {"topics": []})
+    finally:
+        b.close()
+
+
+def test_nothing_listening_is_a_clear_error() -> None:
+    s = socket.create_server(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(ConnectionClosedError, match="cannot connect"):
+        BrokerConnection("127.0.0.1", port, timeout=2).connect()
+
+
+def test_a_wrong_correlation_id_is_a_protocol_error() -> None:
+    def reply(header: framing.RequestHeader, frame: bytes) -> bytes:
+        body = messages.encode_response(3, 9, {})
+        return framing.encode_response_frame(3, 9, header.correlation_id + 1, body)
+
+    b = FakeBroker(reply)
+    try:
+        with pytest.raises(ProtocolError, match="correlation id"):
+            BrokerConnection("127.0.0.1", b.port, timeout=2).send(ApiKey.METADATA, 9, {})
+    finally:
+        b.close()
+
+
+def test_acks_zero_produce_expects_no_response(broker: FakeBroker) -> None:
+    with BrokerConnection("127.0.0.1", broker.port, timeout=2) as conn:
+        body = {"acks": 0, "timeout_ms": 100, "topic_data": []}
+        assert conn.send(ApiKey.PRODUCE, 9, body, expect_response=False) is None
+        assert conn.send(ApiKey.METADATA, 9, {"topics": []}) is not None
