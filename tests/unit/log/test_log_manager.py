@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+from log_helpers import FakeClock, fetched_offsets, records, small_config
+
+from kafkapy.protocol.record_batch import read_header
+from kafkapy.server.log.log_manager import CLEAN_SHUTDOWN_FILE, LogDirLockedException, LogManager
+from kafkapy.server.log.offset_checkpoint import CheckpointFormatError, OffsetCheckpointFile
+from kafkapy.server.log.topic_partition import TopicPartition
+
+TP = TopicPartition("my-topic", 0)
+SIZE = read_header(records(1)).size
+CONFIG = small_config(segment_bytes=2 * SIZE + 10, retention_ms=-1)
+
+
+def start(dirs: list[str], clock: FakeClock) -> LogManager:
+    manager = LogManager(dirs, CONFIG, time_ms=clock)
+    manager.startup()
+    return manager
+
+
+def crash(manager: LogManager) -> None:
+    """What a kill -9 leaves: no flush, no checkpoints, no clean shutdown marker, locks gone."""
+    manager._release_locks()
+
+
+@pytest.fixture
+def log_dir(tmp_path) -> str:
+    return str(tmp_path / "logs")
+
+
+def test_checkpoint_file_uses_kafkas_text_format(tmp_path) -> None:
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    OffsetCheckpointFile(str(path)).write({TopicPartition("b", 1): 7, TopicPartition("a-x", 0): 42})
+    assert path.read_text() == "0\n2\na-x 0 42\nb 1 7\n"
+    assert OffsetCheckpointFile(str(path)).read() == {TopicPartition("a-x", 0): 42, TopicPartition("b", 1): 7}
+    assert not (tmp_path / "recovery-point-offset-checkpoint.tmp").exists()
+
+
+@pytest.mark.parametrize("text", ["1\n0\n", "0\n2\na 0 1\n", "0\n1\na zero 1\n", ""])
+def test_malformed_checkpoint_is_an_error_naming_the_file(tmp_path, text: str) -> None:
+    path = tmp_path / "cp"
+    path.write_text(text)
+    with pytest.raises(CheckpointFormatError, match=str(path)):
+        OffsetCheckpointFile(str(path)).read()
+
+
+def test_a_locked_log_dir_refuses_a_second_manager(log_dir: str, clock: FakeClock) -> None:
+    first = start([log_dir], clock)
+    with pytest.raises(LogDirLockedException, match="Failed to acquire lock"):
+        LogManager([log_dir], CONFIG)
+    first.shutdown()
+    start([log_dir], clock).shutdown()
+
+
+def test_clean_shutdown_writes_checkpoints_and_marker_and_restart_skips_recovery(
+    log_dir: str, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    manager = start([log_dir], clock)
+    log = manager.get_or_create_log(TP)
+    for _ in range(5):
+        log.append_as_leader(records(1))
+    log.high_watermark = 5
+    manager.shutdown()
+    assert os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+    assert open(os.path.join(log_dir, "recovery-point-offset-checkpoint")).read() == "0\n1\nmy-topic 0 5\n"
+    assert open(os.path.join(log_dir, "replication-offset-checkpoint")).read() == "0\n1\nmy-topic 0 5\n"
+    caplog.set_level(logging.INFO)
+    again = start([log_dir], clock)
+    assert "Skipping recovery" in caplog.text and "Recovering unflushed" not in caplog.text
+    assert "Loading log 'my-topic-0'" in caplog.text and "Completed load of log my-topic-0" in caplog.text
+    assert not os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+    log = again.get_log(TP)
+    assert (log.log_end_offset, log.high_watermark, log.recovery_point) == (5, 5, 5)
+    again.shutdown()
+
+
+def _filled(log_dir: str, clock: FakeClock, n: int = 6) -> LogManager:
+    manager = start([log_dir], clock)
+    log = manager.get_or_create_log(TP)
+    for i in range(n):
+        log.append_as_leader(records(1, timestamp=1_000 + i))
+    return manager
+
+
+def test_recovery_truncates_a_torn_final_batch(log_dir: str, clock: FakeClock, caplog) -> None:
+    manager = _filled(log_dir, clock)
+    active = manager.get_log(TP).active_segment
+    active.log.append(memoryview(records(3))[:50])  # the crash hit mid-write
+    crash(manager)
+    caplog.set_level(logging.INFO)
+    again = start([log_dir], clock)
+    log = again.get_log(TP)
+    assert "Attempting recovery" in caplog.text
+    assert "Truncated 50 invalid bytes" in caplog.text
+    assert log.log_end_offset == 6
+    assert fetched_offsets(log.read(0, 1 << 20)) == list(range(6))
+    assert log.append_as_leader(records(1)).first_offset == 6
+    again.shutdown()
+
+
+def test_recovery_truncates_at_the_last_valid_batch_before_a_flipped_byte(
+    log_dir: str, clock: FakeClock
+) -> None:
+    manager = _filled(log_dir, clock, n=6)
+    first = manager.get_log(TP).log_segments[0]
+    os.pwrite(first.log.fd, b"\xee", SIZE + 70)  # inside the second batch (offset 1) of segment 0
+    crash(manager)
+    again = start([log_dir], clock)
+    log = again.get_log(TP)
+    assert log.log_end_offset == 1
+    assert [s.base_offset for s in log.log_segments] == [0]  # the segments after the corruption are gone
+    assert fetched_offsets(log.read(0, 1 << 20)) == [0]
+    assert log.append_as_leader(records(1)).first_offset == 1
+    again.shutdown()
+
+
+@pytest.mark.parametrize("suffix", [".index", ".timeindex"])
+def test_missing_index_file_is_rebuilt_after_clean_shutdown(
+    log_dir: str, clock: FakeClock, suffix: str
+) -> None:
+    manager = _filled(log_dir, clock)
+    manager.shutdown()
+    os.unlink(os.path.join(log_dir, "my-topic-0", "00000000000000000002" + suffix))
+    again = start([log_dir], clock)
+    log = again.get_log(TP)
+    segment = log.log_segments[1]
+    assert segment.offset_index.entries == 1 and segment.time_index.last_entry == (1_003, 3)
+    assert log.fetch_offset_by_timestamp(1_003).offset == 3
+    assert fetched_offsets(log.read(3, 1 << 20)) == [3, 4, 5]
+    again.shutdown()
+
+
+def test_stale_recovery_point_checkpoint_recovers_from_there(log_dir: str, clock: FakeClock, caplog) -> None:
+    manager = _filled(log_dir, clock)
+    manager.get_log(TP).flush()
+    manager.checkpoint_recovery_points()  # says 6
+    OffsetCheckpointFile(os.path.join(log_dir, "recovery-point-offset-checkpoint")).write({TP: 0})
+    os.pwrite(manager.get_log(TP).log_segments[1].log.fd, b"\xee", 70)
+    crash(manager)
+    caplog.set_level(logging.INFO)
+    again = start([log_dir], clock)
+    assert caplog.text.count("Recovering unflushed segment") == 2  # segments 0 and 2; 2 is cut, 4 deleted
+    assert again.get_log(TP).log_end_offset == 2
+    again.shutdown()
+
+
+def test_segments_before_the_recovery_point_are_trusted(log_dir: str, clock: FakeClock) -> None:
+    manager = _filled(log_dir, clock)
+    manager.get_log(TP).flush()
+    manager.checkpoint_recovery_points()
+    crash(manager)
+    again = start([log_dir], clock)
+    assert again.get_log(TP).recovery_point == 6 and again.get_log(TP).log_end_offset == 6
+    again.shutdown()
+
+
+def test_delete_log_renames_then_removes_the_directory(log_dir: str, clock: FakeClock) -> None:
+    manager = _filled(log_dir, clock)
+    manager.delete_log(TP)
+    assert manager.get_log(TP) is None
+    assert [
+        n for n in os.listdir(log_dir) if not n.startswith((".", "recovery", "log-start", "replication"))
+    ] == []
+    os.makedirs(os.path.join(log_dir, "gone-0.abc-delete"))
+    manager.shutdown()
+    start([log_dir], clock).shutdown()
+    assert not os.path.exists(os.path.join(log_dir, "gone-0.abc-delete"))
+
+
+def test_new_logs_go_to_the_dir_with_fewest_logs(tmp_path, clock: FakeClock) -> None:
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    manager = start(dirs, clock)
+    placed = [os.path.dirname(manager.get_or_create_log(TopicPartition("t", p)).dir) for p in range(4)]
+    assert sorted(placed) == sorted(dirs * 2)
+    manager.shutdown()
+
+
+def test_update_config_reaches_the_topics_logs(log_dir: str, clock: FakeClock) -> None:
+    manager = start([log_dir], clock)
+    manager.get_or_create_log(TP)
+    manager.update_config("my-topic", small_config(retention_ms=5))
+    assert manager.get_log(TP).config.retention_ms == 5
+    manager.shutdown()
+
+
+def test_periodic_tasks_flush_retain_and_checkpoint(log_dir: str, clock: FakeClock) -> None:
+    manager = LogManager([log_dir], small_config(segment_bytes=2 * SIZE + 10, flush_ms=1_000), time_ms=clock)
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    for _ in range(6):
+        log.append_as_leader(records(1))
+    log.high_watermark = 6
+    manager.flush_dirty_logs()
+    assert log.recovery_point < 6
+    clock.advance(1_000)
+    manager.flush_dirty_logs()
+    assert log.recovery_point == 6
+    assert manager.cleanup_logs() == 3  # default retention.ms: week-old timestamps go, a new segment rolls
+    manager.checkpoint_log_start_offsets()
+    text = open(os.path.join(log_dir, "log-start-offset-checkpoint")).read()
+    assert text == "0\n0\n"  # the log start offset sits on the first segment: nothing to record
+    manager.shutdown()
