@@ -302,10 +302,15 @@ class ControllerBrokerRequestBatch:
             body = self._header(broker_id, controller_epoch) | {
                 "topic_states": [{"topic_name": t, "partition_states": ps} for t, ps in by_topic.items()],
             }
-            callback = self._stop_replica_callback(broker_id, tuple(states))
+            deleted = tuple(tp for tp, state in states.items() if state["delete_partition"])
+            callback = self._stop_replica_callback(broker_id, deleted) if deleted else None
             self._send(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, callback)
 
-    def _stop_replica_callback(self, broker_id: int, requested: tuple[TopicPartition, ...]) -> Callable[[Any], None]:
+    def _stop_replica_callback(self, broker_id: int, deleted: tuple[TopicPartition, ...]) -> Callable[[Any], None]:
+        """Only partitions this request asked to delete count for topic deletion: a plain stop
+        (delete=false, sent on the way to ReplicaDeletionStarted) must not look like a deletion."""
+        wanted = set(deleted)
+
         def callback(response: Any) -> None:
             # Runs on the sender thread: only look at immutable inputs and enqueue an event; the
             # event processing decides which topics are still being deleted.
@@ -314,9 +319,10 @@ class ControllerBrokerRequestBatch:
                 TopicPartition(field(pe, "topic_name"), field(pe, "partition_index")): field(pe, "error_code", 0)
                 for pe in field(response, "partition_errors", []) or []
             }
+            errors = {tp: code for tp, code in errors.items() if tp in wanted}
             if request_error:
                 # A failed request fails every partition it carried, listed or not.
-                errors = {tp: errors.get(tp, request_error) or request_error for tp in requested}
+                errors = {tp: errors.get(tp) or request_error for tp in deleted}
             self._put_event(TopicDeletionStopReplicaResponseReceived(broker_id, request_error, errors))
 
         return callback

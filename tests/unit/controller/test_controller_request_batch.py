@@ -116,11 +116,22 @@ def test_stop_replica_merges_delete_flags_and_uses_the_deletion_epoch():
     req = roundtrip(sent)
     states = {p.partition_index: (p.leader_epoch, p.delete_partition) for p in req.topic_states[0].partition_states}
     assert states == {0: (6, True), 1: (-1, False)}
-    # The response becomes a controller event; the event thread decides what it means.
+    # The response becomes a controller event about the deleted partitions only: a plain stop
+    # must not count as a deletion.
     sent.callback({"error_code": 0, "partition_errors": [
         {"topic_name": "t", "partition_index": 0, "error_code": 0},
         {"topic_name": "t", "partition_index": 1, "error_code": 56}]})
-    assert events == [ev.TopicDeletionStopReplicaResponseReceived(0, 0, {a: 0, b: 56})]
+    assert events == [ev.TopicDeletionStopReplicaResponseReceived(0, 0, {a: 0})]
+
+
+def test_a_stop_replica_without_deletion_has_no_response_callback():
+    ctx = make_context([0])
+    batch, rec, events = make_batch(ctx)
+    [tp] = assign(ctx, "t", {0: [0]})
+    batch.new_batch()
+    batch.add_stop_replica_request_for_brokers([0], tp, delete_partition=False)
+    batch.send_requests_to_brokers(1)
+    assert rec.of(STOP_REPLICA)[0].callback is None
 
 
 def test_a_failed_stop_replica_request_fails_every_partition_it_carried():
