@@ -97,6 +97,13 @@ class Attr(IntFlag):
     DELETE_HORIZON = 0x40
 
 
+# Plain-int copies of the masks for per-batch code: IntFlag arithmetic costs microseconds.
+_COMPRESSION_MASK = int(Attr.COMPRESSION_MASK)
+_LOG_APPEND_TIME = int(Attr.LOG_APPEND_TIME)
+_TRANSACTIONAL = int(Attr.TRANSACTIONAL)
+_CONTROL = int(Attr.CONTROL)
+
+
 class CompressionType(IntEnum):
     NONE = 0
     GZIP = 1
@@ -141,19 +148,21 @@ class BatchHeader(NamedTuple):
 
     @property
     def compression(self) -> int:
-        return self.attributes & Attr.COMPRESSION_MASK
+        return self.attributes & _COMPRESSION_MASK
 
     @property
     def timestamp_type(self) -> TimestampType:
-        return TimestampType(1 if self.attributes & Attr.LOG_APPEND_TIME else 0)
+        return (
+            TimestampType.LOG_APPEND_TIME if self.attributes & _LOG_APPEND_TIME else TimestampType.CREATE_TIME
+        )
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & Attr.TRANSACTIONAL)
+        return bool(self.attributes & _TRANSACTIONAL)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & Attr.CONTROL)
+        return bool(self.attributes & _CONTROL)
 
     @property
     def has_producer_id(self) -> bool:
@@ -248,7 +257,7 @@ def validate_records(
             raise CorruptRecordException(
                 f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})"
             )
-        if header.compression > CompressionType.ZSTD:
+        if header.attributes & _COMPRESSION_MASK > 4:  # beyond zstd
             raise InvalidRecordException(f"Unknown compression type id {header.compression}")
         if from_client:
             _validate_client_batch(header)
@@ -286,7 +295,7 @@ def set_base_offset(buf: memoryview | bytearray, position: int, base_offset: int
 def set_log_append_time(buf: memoryview, position: int, size: int, timestamp: int) -> None:
     """Stamp LogAppendTime: the attribute bit and maxTimestamp change, so the CRC is recomputed."""
     (attributes,) = _I16.unpack_from(buf, position + ATTRIBUTES_OFFSET)
-    _I16.pack_into(buf, position + ATTRIBUTES_OFFSET, attributes | Attr.LOG_APPEND_TIME)
+    _I16.pack_into(buf, position + ATTRIBUTES_OFFSET, attributes | _LOG_APPEND_TIME)
     _I64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, timestamp)
     _U32.pack_into(buf, position + CRC_OFFSET, compute_crc(buf, position, size))
 
