@@ -305,3 +305,40 @@ def test_two_controllers_race_and_the_survivor_takes_over(cluster: Cluster) -> N
     assert other.epoch == 2 and cluster.admin_zk.get_controller_id() == other_id
     wait_until(lambda: cluster.state("t", 0).leader_and_isr.leader == other_id, what="leader moved")
     assert cluster.state("t", 0).controller_epoch == 2
+
+
+def _expire_session(cluster: Cluster, broker_id: int) -> None:
+    """Expire a broker's ZooKeeper session the classic way: attach a second client to the same
+    session id and password, then close it; the original client sees its session expire."""
+    from kazoo.client import KazooClient
+
+    session = cluster.sessions[broker_id]
+    hosts = cluster.connect.split("/", 1)[0]
+    thief = KazooClient(hosts=hosts, client_id=session.kazoo.client_id)
+    thief.start(timeout=10)
+    thief.stop()
+    thief.close()
+
+
+def test_session_expiry_resigns_and_the_other_controller_takes_over(cluster: Cluster) -> None:
+    cluster.start_broker(0)
+    first = wait_until(lambda: cluster.active(), what="an active controller")
+    # Broker 1 re-registers itself after a new session, as KafkaServer does.
+    cluster.start_broker(1)
+    other = cluster.controllers[1]
+    wait_until(lambda: other.active_controller_id == 0, what="broker 1 sees controller 0")
+    assert first.broker_id == 0
+    cluster.admin.create_topic("t", replica_assignment={0: [0, 1]})
+    wait_until(lambda: cluster.state("t", 0), what="state znode")
+
+    session = cluster.sessions[0]
+    info = BrokerInfo(0, (EndPoint("PLAINTEXT", "127.0.0.1", cluster.brokers[0].port, "PLAINTEXT"),))
+    first._register_broker = lambda: session.register_broker(info)
+    _expire_session(cluster, 0)
+
+    wait_until(lambda: other.is_active(), what="broker 1 takes over")
+    assert other.epoch == 2
+    wait_until(lambda: not first.is_active() and first.active_controller_id == 1, what="broker 0 resigned")
+    # Broker 0 came back with a new session and registration: the new controller sees it.
+    wait_until(lambda: 0 in other.context.live_brokers, what="broker 0 re-registered")
+    assert cluster.admin_zk.get_controller_id() == 1

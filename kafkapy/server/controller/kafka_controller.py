@@ -36,6 +36,7 @@ from kafkapy.server.controller.state_change_log import ControllerLogger
 from kafkapy.server.controller.topic_deletion_manager import TopicDeletionManager
 from kafkapy.server.controller.zk_interface import ControllerZk
 from kafkapy.server.controller.zk_store import ZkControllerStore
+from kafkapy.server.zk.watchers import StateChangeHandler
 
 # ZooKeeper paths the active controller watches (Kafka's ZkData names them the same).
 BROKER_IDS = "/brokers/ids"
@@ -315,12 +316,11 @@ class KafkaController:
             self.batch.clear()
 
 
-class _SessionHandler:
+class _SessionHandler(StateChangeHandler):
     """ZooKeeper session lifecycle, called on the zk client's session thread."""
 
-    name = "controller-state-change-handler"
-
     def __init__(self, controller: KafkaController) -> None:
+        super().__init__("controller-state-change-handler")
         self._controller = controller
 
     def before_initializing_session(self) -> None:
