@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from kafkapy.protocol import framing
-from kafkapy.protocol.messages import decode_request, decode_response, encode_request, encode_response
-from kafkapy.server.controller.channel_manager import default_connection_factory
+from kafkapy.protocol.messages import decode_request, encode_response
 from kafkapy.server.controller.controller_config import ControllerConfig
 from kafkapy.server.controller.kafka_controller import KafkaController
 from kafkapy.server.zk import AdminZkClient, BrokerInfo, EndPoint, KafkaZkClient, TopicPartition
@@ -97,41 +96,6 @@ class FakeBroker:
         self._server.close()
 
 
-class _SocketConnection:
-    """Stand-in for kafkapy.client.connection.BrokerConnection until that module exists."""
-
-    def __init__(self, host: str, port: int, client_id: str, timeout: float) -> None:
-        self._sock = socket.create_connection((host, port), timeout=timeout)
-        self._client_id = client_id
-        self._correlation = itertools.count()
-        self._decoder = framing.FrameDecoder()
-        self._frames: list[bytes] = []
-
-    def send(self, api_key: int, version: int, body: Any) -> Any:
-        correlation_id = next(self._correlation)
-        self._sock.sendall(framing.encode_request_frame(
-            api_key, version, correlation_id, self._client_id, encode_request(api_key, version, body)))
-        while not self._frames:
-            data = self._sock.recv(65536)
-            if not data:
-                raise ConnectionError("connection closed")
-            self._frames.extend(self._decoder.feed(data))
-        frame = self._frames.pop(0)
-        _, offset = framing.parse_response_header(frame, framing.response_header_version(api_key, version))
-        return decode_response(api_key, version, frame, offset)
-
-    def close(self) -> None:
-        self._sock.close()
-
-
-def _connection_factory() -> Any:
-    try:
-        import kafkapy.client.connection  # noqa: F401
-    except ImportError:
-        return _SocketConnection
-    return default_connection_factory
-
-
 def wait_until(condition: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -172,7 +136,7 @@ class Cluster:
         epoch = session.register_broker(info)
         if with_controller:
             cfg = ControllerConfig(broker_id, auto_leader_rebalance_enable=False, **config)
-            controller = KafkaController(cfg, session, info, epoch, connection_factory=_connection_factory())
+            controller = KafkaController(cfg, session, info, epoch)
             self.controllers[broker_id] = controller
             controller.startup()
 

@@ -99,7 +99,12 @@ class RequestSendThread(threading.Thread):
         while not self._stopped.is_set():
             try:
                 if self._conn is None:
-                    self._conn = self._factory(self.host, self.port, f"controller-{self.controller_id}", self._timeout)
+                    conn = self._factory(self.host, self.port, f"controller-{self.controller_id}", self._timeout)
+                    # BrokerConnection connects lazily; connect now so failures back off here.
+                    connect = getattr(conn, "connect", None)
+                    if connect is not None:
+                        connect()
+                    self._conn = conn
                     log.info("%sController %d connected to %s:%d (id: %d) for sending state change requests",
                              self._prefix, self.controller_id, self.host, self.port, self.broker_id)
                 return self._conn.send(item.api_key, item.version, item.body)
