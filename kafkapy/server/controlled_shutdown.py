@@ -27,6 +27,9 @@ def request_controlled_shutdown(server: Any) -> bool:
     backoff_s = config.controlled_shutdown_retry_backoff_ms / 1000
     listener = config.inter_broker_listener_name
     for attempt in range(1, retries + 1):
+        if not server.zk.client.kazoo.connected:
+            log.warning("%s Not connected to ZooKeeper: skipping controlled shutdown", server.log_ident)
+            return False
         controller_id = server.zk.client.get_controller_id()
         broker = server.zk.client.get_broker(controller_id) if controller_id is not None else None
         endpoint = broker.endpoint(listener) if broker is not None else None

@@ -56,6 +56,7 @@ class KafkaServer:
         self.log_tasks: LogTasks | None = None
         self._stop = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.io_executor: Any = None
 
     @property
     def log_ident(self) -> str:
@@ -70,7 +71,8 @@ class KafkaServer:
     async def _run(self) -> int:
         loop = asyncio.get_running_loop()
         self._loop = loop
-        loop.set_default_executor(_executor(self.config))
+        self.io_executor = _executor(self.config)
+        loop.set_default_executor(self.io_executor)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop.set)
         try:
@@ -108,7 +110,12 @@ class KafkaServer:
         )
 
         default_log_config = LogConfig.from_props(self.config.log_config_props())
-        self.log_manager = LogManager(self.config.log_dirs, default_log_config)
+        topic_configs = await loop.run_in_executor(None, self._all_topic_configs, default_log_config)
+        # The fsync of a rolled-out segment runs on the io threads, never on the event loop.
+        scheduler = self.io_executor.submit if self.io_executor is not None else None
+        self.log_manager = LogManager(
+            self.config.log_dirs, default_log_config, topic_configs, scheduler=scheduler
+        )
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown
         await loop.run_in_executor(None, self.log_manager.startup)
@@ -156,6 +163,18 @@ class KafkaServer:
         await loop.run_in_executor(None, self.controller.startup)
         self.state = BrokerState.RunningAsBroker
         log.info("%s started", self.log_ident)
+
+    def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
+        """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""
+        from kafkapy.server.log.log_config import LogConfig
+        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+
+        configs = AdminZkClient(self.zk.client).fetch_all_topic_configs()
+        return {
+            topic: LogConfig.from_props(overrides, defaults)
+            for topic, overrides in configs.items()
+            if overrides
+        }
 
     def _log_config_for(self, topic: str) -> Any:
         """The LogConfig of `topic`: broker defaults overridden by /config/topics/<topic> (blocking)."""

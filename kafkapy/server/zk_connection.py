@@ -61,7 +61,9 @@ class ZooKeeperConnection:
             "clientPortAddress": "127.0.0.1",
             "maxClientCnxns": "0",
         }
-        self.embedded = ZooKeeperProcess(props, log_dir=os.environ.get("LOG_DIR") or data_dir)
+        # Its own session: a Ctrl-C in the terminal must reach the broker only, which then shuts
+        # down cleanly (controlled shutdown needs ZooKeeper) and stops ZooKeeper last.
+        self.embedded = ZooKeeperProcess(props, log_dir=os.environ.get("LOG_DIR") or data_dir, detach=True)
         self.embedded.start()
 
     def on_new_session(self, callback: Callable[[], None]) -> None:

@@ -71,7 +71,7 @@ def describe_topic(
     broker_defaults = LogConfig.from_props(apis.config.log_config_props()).to_props()
     static = _broker_synonyms(apis)
     out = []
-    for name, key in TOPIC_CONFIG_DEF.keys().items():
+    for name, key in TOPIC_CONFIG_DEF.keys.items():
         if keys is not None and name not in keys:
             continue
         syns = []
@@ -211,7 +211,7 @@ def _incremental(apis: KafkaApis, topic: str, ops: list[Any], validate_only: boo
     from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF
 
     current = dict(apis.zk.get_entity_configs("topics", topic) or {})
-    defs = TOPIC_CONFIG_DEF.keys()
+    defs = TOPIC_CONFIG_DEF.keys
     for op in ops:
         if op.config_operation == SET:
             current[op.name] = op.value

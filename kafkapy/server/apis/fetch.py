@@ -68,7 +68,9 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
             wanted.append(_Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, code))
     if version >= 7 and body.session_id != 0:
         # We never hand out sessions, so an id the client thinks it has is unknown here.
-        return _encode(request, version, [], FetchSessionIdNotFoundException.code, {})
+        return fetch_codec.encode_fetch_response(
+            version, header.correlation_id, [], error_code=FetchSessionIdNotFoundException.code
+        )
     replica_id = _replica_id(body, version)
     max_bytes = body.max_bytes if version >= 3 else 2**31 - 1
     isolation = body.isolation_level if version >= 4 else 0
@@ -130,15 +132,15 @@ def _encode(
     error_code: int,
     results: dict[TopicPartition, FetchResult],
 ) -> list[Any]:
-    topics: list[fetch_codec.FetchTopicResponse] = []
+    topics: list[tuple[str, uuid.UUID, list[fetch_codec.FetchPartitionData]]] = []
     for w in wanted:
-        if not topics or topics[-1].topic_id != w.topic_id or topics[-1].name != w.topic:
-            topics.append(fetch_codec.FetchTopicResponse(w.topic or "", w.topic_id, []))
+        if not topics or topics[-1][1] != w.topic_id or topics[-1][0] != (w.topic or ""):
+            topics.append((w.topic or "", w.topic_id, []))
         if w.error_code or w.topic is None:
-            part = fetch_codec.FetchPartitionResponse(w.partition, w.error_code, -1, -1, -1, [])
+            part = fetch_codec.FetchPartitionData(w.partition, w.error_code)
         else:
             r = results[TopicPartition(w.topic, w.partition)]
-            part = fetch_codec.FetchPartitionResponse(
+            part = fetch_codec.FetchPartitionData(
                 w.partition,
                 r.error_code,
                 r.high_watermark,
@@ -146,5 +148,10 @@ def _encode(
                 r.log_start_offset,
                 r.records,
             )
-        topics[-1].partitions.append(part)
-    return fetch_codec.encode_fetch_response(version, request.header.correlation_id, 0, error_code, 0, topics)
+        topics[-1][2].append(part)
+    return fetch_codec.encode_fetch_response(
+        version,
+        request.header.correlation_id,
+        [fetch_codec.FetchTopicData(name, tid, parts) for name, tid, parts in topics],
+        error_code=error_code,
+    )

@@ -24,9 +24,9 @@ def offset_for(apis: KafkaApis, tp: TopicPartition, timestamp: int) -> tuple[int
     if timestamp == EARLIEST_TIMESTAMP:
         return log.log_start_offset, -1, partition.leader_epoch
     found = log.fetch_offset_by_timestamp(timestamp)
-    if found is None:
+    if found is None or found.offset < 0:
         return -1, -1, -1
-    offset, ts = found[0], found[1]
+    offset, ts = found.offset, found.timestamp
     if timestamp != MAX_TIMESTAMP and offset >= log.high_watermark:
         return -1, -1, -1
     return offset, ts, partition.leader_epoch

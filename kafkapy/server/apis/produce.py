@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafkapy.protocol import framing
 from kafkapy.protocol import produce as produce_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -77,6 +78,22 @@ async def _await_isr(
 
 def _respond(request: Request, req: Any, results: dict[TopicPartition, ProduceResult]) -> bytes:
     header = request.header
-    return produce_codec.encode_produce_response(
-        header.api_version, header.correlation_id, req.topics, results
-    )
+    topics = []
+    for topic, partitions in req.topics:
+        out = []
+        for index, _records in partitions:
+            r = results[TopicPartition(topic, index)]
+            out.append(
+                produce_codec.ProducePartitionResponse(
+                    index,
+                    r.error_code,
+                    r.base_offset,
+                    r.log_append_time,
+                    r.log_start_offset,
+                    (),
+                    r.error_message,
+                )
+            )
+        topics.append((topic, out))
+    body = produce_codec.encode_produce_response(header.api_version, topics)
+    return framing.encode_response_frame(header.api_key, header.api_version, header.correlation_id, body)
