@@ -254,3 +254,19 @@ def test_auto_rebalance_moves_leaders_back(cluster):
     c.put(ev.AutoPreferredReplicaLeaderElection())
     settle(c)
     assert zk.states[tp].leader_and_isr.leader == 1
+
+
+def test_bounced_broker_is_failed_over_then_restarted(cluster):
+    zk, net, start = cluster
+    c = start(0)
+    zk.add_topic("t", {0: [1, 2]})
+    settle(c)
+    net.clear()
+    # Broker 1 restarted before its old session expired: same id, newer registration.
+    zk.brokers[1] = (broker(1), 999)
+    zk.fire_children("/brokers/ids")
+    settle(c)
+    assert zk.states[TopicPartition("t", 0)].leader_and_isr.leader == 2
+    assert c.context.live_broker_epochs[1] == 999
+    wait_until(lambda: any(p["leader"] == 2 for body in net.of(LEADER_AND_ISR, 1)
+                           for t in body["topic_states"] for p in t["partition_states"]))
