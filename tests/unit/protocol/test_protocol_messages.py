@@ -13,6 +13,9 @@ from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from kafkapy.protocol.errors import ProtocolError, UnsupportedVersionException
 from kafkapy.protocol.schema import all_specs, get_spec
 
+# kafka-python's own spec loader uses a deprecated importlib.resources call.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:kafka")
+
 CASES = [
     (key, kind, v)
     for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
