@@ -14,7 +14,7 @@ from kafkapy.protocol.errors import ProtocolError, UnsupportedVersionException
 from kafkapy.protocol.schema import all_specs, get_spec
 
 # kafka-python's own spec loader uses a deprecated importlib.resources call.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:kafka")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 CASES = [
     (key, kind, v)
