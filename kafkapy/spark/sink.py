@@ -1,0 +1,140 @@
+"""df.write / df.writeStream .format("kafkapy"): rows produced to Kafka, as Spark's Kafka sink.
+
+Columns (Spark's KafkaWriter): value (string or binary, required), key (string or binary),
+topic (string; the "topic" option overrides it), partition (int; null lets the partitioner
+choose), headers (array<struct<key string, value binary>>). Each task produces its rows and
+flushes before returning, so a broker error fails the task with the broker's error name
+instead of being lost; like Spark's sink the guarantee is at-least-once (a retried task may
+write some rows twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Row
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from kafkapy.spark import options as opts
+from kafkapy.spark.wire import KafkaWire, SimpleProducer
+
+_TEXT_OR_BYTES = (StringType, BinaryType)
+
+
+@dataclass
+class KafkaCommitMessage(WriterCommitMessage):
+    rows: int
+
+
+def check_schema(schema: StructType, topic_option: str | None) -> None:
+    """Spark's KafkaWriter.validateQuery checks, with its messages."""
+    fields = {f.name.lower(): f.dataType for f in schema.fields}
+    if topic_option is None:
+        if "topic" not in fields:
+            raise opts.KafkaOptionError(
+                "topic option required when no 'topic' attribute is present. "
+                "Use the topic option for setting a topic."
+            )
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        raise opts.KafkaOptionError(f"Topic type must be a string, got {fields['topic'].simpleString()}")
+    if "value" not in fields:
+        raise opts.KafkaOptionError("Required attribute 'value' not found")
+    for name in ("key", "value"):
+        if name in fields and not isinstance(fields[name], _TEXT_OR_BYTES):
+            raise opts.KafkaOptionError(
+                f"{name} attribute type must be a string or binary, got {fields[name].simpleString()}"
+            )
+    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
+        raise opts.KafkaOptionError(
+            f"partition attribute type must be an int, got {fields['partition'].simpleString()}"
+        )
+    if "headers" in fields:
+        headers = fields["headers"]
+        ok = (
+            isinstance(headers, ArrayType)
+            and isinstance(headers.elementType, StructType)
+            and [f.name for f in headers.elementType.fields] == ["key", "value"]
+        )
+        if not ok:
+            raise opts.KafkaOptionError(
+                "headers attribute type must be array<struct<key:string,value:binary>>, "
+                f"got {headers.simpleString()}"
+            )
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)  # bytearray / memoryview from some Spark versions
+
+
+class _KafkaWriterBase:
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.bootstrap_servers = opts.bootstrap_servers(options)
+        topic = options.get("topic")
+        self.topic = None if topic is None else str(topic)
+        check_schema(schema, self.topic)
+        acks = str(options.get("kafka.acks") or "all").strip().lower()
+        self.acks = -1 if acks == "all" else int(acks)
+        self.columns = {f.name.lower(): f.name for f in schema.fields}
+
+    def _write(self, rows: Iterator[Row]) -> KafkaCommitMessage:
+        col = self.columns
+        key_c, topic_c, part_c, head_c = (
+            col.get("key"),
+            col.get("topic"),
+            col.get("partition"),
+            col.get("headers"),
+        )
+        value_c = col["value"]
+        count = 0
+        with KafkaWire(self.bootstrap_servers, "kafkapy-spark-writer") as wire:
+            producer = SimpleProducer(wire, self.acks)
+            for row in rows:
+                topic = self.topic or (row[topic_c] if topic_c else None)
+                if topic is None:
+                    raise opts.KafkaOptionError(
+                        "null topic present in the data. Use the topic option for setting a topic."
+                    )
+                headers = None
+                if head_c and row[head_c] is not None:
+                    headers = [(h[0], _bytes(h[1])) for h in row[head_c]]
+                producer.send(
+                    topic,
+                    _bytes(row[value_c]),
+                    _bytes(row[key_c]) if key_c else None,
+                    headers,
+                    row[part_c] if part_c else None,
+                )
+                count += 1
+            producer.flush()
+        return KafkaCommitMessage(count)
+
+
+class KafkaBatchWriter(_KafkaWriterBase, DataSourceWriter):
+    def write(self, iterator: Iterator[Row]) -> KafkaCommitMessage:
+        return self._write(iterator)
+
+
+class KafkaStreamWriter(_KafkaWriterBase, DataSourceStreamWriter):
+    def write(self, iterator: Iterator[Row]) -> KafkaCommitMessage:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        # Every row is acknowledged by the brokers before its task ends: nothing left to do.
+        pass
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        # Kafka cannot take back acknowledged records; Spark retries the batch (at-least-once).
+        pass
