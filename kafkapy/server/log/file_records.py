@@ -15,14 +15,13 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kafkapy.protocol.compression import decode_batch_records
 from kafkapy.protocol.file_region import FileRegion
 from kafkapy.protocol.record_batch import (
     HEADER_SIZE,
     BatchHeader,
-    CompressionType,
     TimestampType,
     checked_batch_size,
-    decode_records,
     read_header,
 )
 from kafkapy.server.log.fetch_data_info import TimestampAndOffset
@@ -142,17 +141,14 @@ class FileRecords:
             if header.max_timestamp < target_timestamp or header.last_offset < starting_offset:
                 continue
             epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
-            if (
-                header.timestamp_type == TimestampType.LOG_APPEND_TIME
-                or header.compression != CompressionType.NONE
-            ):
-                # Every record of a LogAppendTime batch has the batch's timestamp. Compressed
-                # batches are not inflated here: the batch is answered as a whole, a slight
-                # approximation (the record's offset may be a little early).
+            if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+                # Every record of a LogAppendTime batch carries the batch's timestamp.
                 return TimestampAndOffset(
                     header.max_timestamp, max(header.base_offset, starting_offset), epoch
                 )
-            for record in decode_records(self.read(position, header.size)):
+            # ListOffsets by time is rare and answers one record: inflating this one batch is
+            # what Kafka does too, and it keeps a consumer's seek-by-time exact.
+            for record in decode_batch_records(self.read(position, header.size)):
                 if record.timestamp >= target_timestamp and record.offset >= starting_offset:
                     return TimestampAndOffset(record.timestamp, record.offset, epoch)
         return None
