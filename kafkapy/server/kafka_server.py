@@ -51,6 +51,7 @@ class KafkaServer:
         self.socket_server: SocketServer | None = None
         self.apis: Any = None
         self.controller: Any = None
+        self.group_coordinator: Any = None
         self.producer_id_manager: ProducerIdManager | None = None
         self.registration: BrokerRegistration | None = None
         self.log_tasks: LogTasks | None = None
@@ -125,6 +126,11 @@ class KafkaServer:
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._log_config_for)
         self.apis = KafkaApis(self)
+        from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
+
+        # Before the controller starts: its first LeaderAndIsr may make us lead __consumer_offsets.
+        self.group_coordinator = GroupCoordinator(self.broker_id, self.config, self.replica_manager)
+        self.group_coordinator.startup()
         from kafkapy.protocol import framing
         from kafkapy.protocol.api_keys import ApiKey
 
@@ -205,6 +211,8 @@ class KafkaServer:
         self.state = BrokerState.BrokerShuttingDown
         if self.socket_server is not None:
             await self.socket_server.shutdown()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.log_tasks is not None:
             self.log_tasks.stop()
         if self.replica_manager is not None:

@@ -21,7 +21,29 @@ async def handle_leader_and_isr(apis: KafkaApis, request: Request, body: Any) ->
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
     configs = await gather_configs(loop, topics, apis.server._log_config_for)
-    return apis.replica_manager.become_leader_or_follower(body, configs)
+    response = apis.replica_manager.become_leader_or_follower(body, configs)
+    _update_group_coordinator(apis, body, response)
+    return response
+
+
+def _update_group_coordinator(apis: KafkaApis, body: Any, response: dict[str, Any]) -> None:
+    """Load the groups of __consumer_offsets partitions we now lead; unload those we stopped leading."""
+    from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+    from kafkapy.server.log.topic_partition import TopicPartition
+
+    gc = apis.server.group_coordinator
+    if gc is None or response.get("error_code"):
+        return
+    for ts in body.topic_states:
+        if ts.topic_name != GROUP_METADATA_TOPIC_NAME:
+            continue
+        for ps in ts.partition_states:
+            partition = apis.replica_manager.partitions.get(TopicPartition(ts.topic_name, ps.partition_index))
+            if partition is not None and partition.is_leader and ps.leader == apis.broker_id:
+                if ps.partition_index not in gc.manager.owned_partitions | gc.manager.loading_partitions:
+                    gc.on_elected(ps.partition_index)
+            else:
+                gc.on_resigned(ps.partition_index)
 
 
 @handles(ApiKey.UPDATE_METADATA)

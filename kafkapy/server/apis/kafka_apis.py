@@ -61,6 +61,7 @@ class KafkaApis:
             configs,
             controller_requests,
             fetch,
+            groups,  # the group coordinator's APIs (with apis/offsets.py)
             list_offsets,
             metadata,
             produce,

@@ -1,0 +1,272 @@
+"""FindCoordinator and the group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+DescribeGroups, ListGroups, DeleteGroups.
+
+The handlers translate between each version's wire shape and the GroupCoordinator, which answers
+with error codes and plain values. FindCoordinator creates __consumer_offsets on first use through
+the normal controller path (its znodes in ZooKeeper) and answers COORDINATOR_NOT_AVAILABLE until
+the partition leading the group is known, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    CoordinatorNotAvailableException,
+    InvalidRequestException,
+    KafkaError,
+)
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from kafkapy.server.network.request_channel import Request
+
+log = logging.getLogger("kafkapy.server.KafkaApis")
+
+GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+_NOT_AVAILABLE = CoordinatorNotAvailableException.code
+
+
+def coordinator(apis: KafkaApis) -> Any:
+    return getattr(apis.server, "group_coordinator", None)
+
+
+# -- FindCoordinator ---------------------------------------------------------------------------
+
+
+def offsets_topic_configs(config: Any) -> dict[str, str]:
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config.offsets_topic_segment_bytes),
+        "compression.type": "producer",
+    }
+
+
+def _create_offsets_topic(apis: KafkaApis) -> None:
+    """Write __consumer_offsets' znodes; the controller does the rest (blocking: io thread)."""
+    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+
+    config = apis.config
+    live = len(apis.zk.get_sorted_broker_list())
+    # Capped by the live brokers so a small cluster (or a single test broker) gets its topic.
+    rf = max(1, min(int(config.offsets_topic_replication_factor), live))
+    try:
+        AdminZkClient(apis.zk).create_topic(
+            GROUP_METADATA_TOPIC_NAME,
+            int(config.offsets_topic_num_partitions),
+            rf,
+            offsets_topic_configs(config),
+        )
+        log.info("Created %s with replication factor %d", GROUP_METADATA_TOPIC_NAME, rf)
+    except KafkaError as e:
+        if e.code != 36:  # TOPIC_ALREADY_EXISTS: another broker or request got there first
+            raise
+
+
+async def _ensure_offsets_topic(apis: KafkaApis, gc: Any) -> None:
+    if gc.offsets_topic_creation is None or gc.offsets_topic_creation.done():
+        loop = asyncio.get_running_loop()
+        gc.offsets_topic_creation = loop.run_in_executor(None, _create_offsets_topic, apis)
+    try:
+        await asyncio.shield(gc.offsets_topic_creation)
+    except Exception as e:
+        log.warning("Could not create %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+
+
+async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[str, Any]:
+    gc = coordinator(apis)
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        return _coordinator_error(key, InvalidRequestException.code, f"Unknown coordinator type {key_type}")
+    if key_type == TRANSACTION_KEY_TYPE or gc is None or not gc.active:
+        return _coordinator_error(key, _NOT_AVAILABLE)
+    cache = apis.metadata_cache
+    if not cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
+        await _ensure_offsets_topic(apis, gc)
+        return _coordinator_error(key, _NOT_AVAILABLE)
+    info = cache.partition_info(GROUP_METADATA_TOPIC_NAME, gc.manager.partition_for(key))
+    endpoint = (
+        None if info is None or info.leader < 0 else cache.alive_endpoint(info.leader, request.listener_name)
+    )
+    if endpoint is None:
+        return _coordinator_error(key, _NOT_AVAILABLE)
+    return {
+        "key": key,
+        "node_id": info.leader,
+        "host": endpoint[0],
+        "port": endpoint[1],
+        "error_code": 0,
+        "error_message": None,
+    }  # type: ignore[union-attr]
+
+
+def _coordinator_error(key: str, code: int, message: str | None = None) -> dict[str, Any]:
+    from kafkapy.protocol.errors import error_name
+
+    return {
+        "key": key,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+        "error_code": code,
+        "error_message": message or error_name(code),
+    }
+
+
+@handles(ApiKey.FIND_COORDINATOR)
+async def handle_find_coordinator(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    key_type = body.key_type if version >= 1 else GROUP_KEY_TYPE
+    if version >= 4:
+        results = [await _find_one(apis, request, k, key_type) for k in body.coordinator_keys]
+        return {"throttle_time_ms": 0, "coordinators": results}
+    r = await _find_one(apis, request, body.key, key_type)
+    return {"throttle_time_ms": 0, **r, "error_message": r["error_message"] if r["error_code"] else None}
+
+
+# -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
+
+
+@handles(ApiKey.JOIN_GROUP)
+async def handle_join_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    gc = coordinator(apis)
+    if gc is None:
+        result: dict[str, Any] = {
+            "error_code": _NOT_AVAILABLE,
+            "generation_id": -1,
+            "leader": "",
+            "members": [],
+        }
+        result.update(member_id=body.member_id, protocol_type=None, protocol_name=None)
+    else:
+        result = await gc.join_group(
+            body.group_id,
+            body.member_id,
+            body.group_instance_id if version >= 5 else None,
+            version >= 4,  # v4+ clients understand MEMBER_ID_REQUIRED
+            request.header.client_id or "",
+            "/" + request.client_host,  # Kafka shows the client's InetAddress.toString
+            body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms,
+            body.session_timeout_ms,
+            body.protocol_type,
+            [(p.name, bytes(p.metadata)) for p in body.protocols],
+        )
+    if version < 7 and result["protocol_name"] is None:
+        result["protocol_name"] = ""  # not nullable before v7
+    return {"throttle_time_ms": 0, "skip_assignment": False, **result}
+
+
+@handles(ApiKey.SYNC_GROUP)
+async def handle_sync_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    gc = coordinator(apis)
+    if gc is None:
+        return {"throttle_time_ms": 0, "error_code": _NOT_AVAILABLE, "assignment": b""}
+    result = await gc.sync_group(
+        body.group_id,
+        body.generation_id,
+        body.member_id,
+        body.protocol_type if version >= 5 else None,
+        body.protocol_name if version >= 5 else None,
+        body.group_instance_id if version >= 3 else None,
+        {a.member_id: bytes(a.assignment) for a in body.assignments},
+    )
+    return {"throttle_time_ms": 0, **result}
+
+
+@handles(ApiKey.HEARTBEAT)
+def handle_heartbeat(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    gc = coordinator(apis)
+    instance_id = body.group_instance_id if version >= 3 else None
+    code = (
+        _NOT_AVAILABLE
+        if gc is None
+        else gc.heartbeat(body.group_id, body.member_id, instance_id, body.generation_id)
+    )
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+@handles(ApiKey.LEAVE_GROUP)
+def handle_leave_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    gc = coordinator(apis)
+    if version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+    else:
+        leaving = [(body.member_id, None)]
+    top, members = (_NOT_AVAILABLE, []) if gc is None else gc.leave_group(body.group_id, leaving)
+    if version < 3 and top == 0 and members:
+        top = members[0][2]  # before batching, the one member's error is the answer
+    return {
+        "throttle_time_ms": 0,
+        "error_code": top,
+        "members": [{"member_id": m, "group_instance_id": i, "error_code": c} for m, i, c in members],
+    }
+
+
+# -- DescribeGroups / ListGroups / DeleteGroups ------------------------------------------------
+
+
+@handles(ApiKey.DESCRIBE_GROUPS)
+def handle_describe_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    gc = coordinator(apis)
+    groups = []
+    for group_id in body.groups:
+        if gc is None:
+            code, summary = (
+                _NOT_AVAILABLE,
+                {"group_state": "", "protocol_type": "", "protocol_data": "", "members": []},
+            )
+        else:
+            code, summary = gc.describe_group(group_id)
+        groups.append(
+            {
+                "error_code": code,
+                "error_message": None,
+                "group_id": group_id,
+                **summary,
+                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            }
+        )
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+@handles(ApiKey.LIST_GROUPS)
+def handle_list_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    gc = coordinator(apis)
+    states = set(body.states_filter or ()) if version >= 4 else None
+    code, groups = (_NOT_AVAILABLE, []) if gc is None else gc.list_groups(states)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "groups": [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type or "",
+                "group_state": str(g.state),
+                "group_type": "classic",
+            }
+            for g in groups
+        ],
+    }
+
+
+@handles(ApiKey.DELETE_GROUPS)
+async def handle_delete_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    gc = coordinator(apis)
+    names = list(body.groups_names)
+    results = dict.fromkeys(names, _NOT_AVAILABLE) if gc is None else await gc.delete_groups(names)
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": results[g]} for g in names],
+    }
+
+
+# OffsetCommit/OffsetFetch/OffsetDelete belong to the same coordinator: importing this module
+# registers them too (after `coordinator` above exists, which offsets.py imports).
+from kafkapy.server.apis import offsets as _offsets  # noqa: E402, F401, I001

@@ -1,0 +1,146 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete: a group's committed offsets, via its coordinator.
+
+Partitions of topics this broker's metadata does not know are answered
+UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, as Kafka's KafkaApis does. OffsetFetch
+v1 has no top-level error, so a coordinator error is repeated on every partition; v8+ batches
+groups, each with its own error.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import CoordinatorNotAvailableException, UnknownTopicOrPartitionException
+from kafkapy.server.apis.groups import coordinator
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
+from kafkapy.server.network.request_channel import Request
+
+_NOT_AVAILABLE = CoordinatorNotAvailableException.code
+_UNKNOWN_TOPIC = UnknownTopicOrPartitionException.code
+INVALID_OFFSET = -1
+NO_METADATA = ""
+
+
+def _known(apis: KafkaApis, topic: str, partition: int) -> bool:
+    return apis.metadata_cache.partition_info(topic, partition) is not None
+
+
+def _topics_response(
+    order: list[tuple[str, list[int]]], codes: dict[tuple[str, int], int]
+) -> list[dict[str, Any]]:
+    return [
+        {"name": t, "partitions": [{"partition_index": p, "error_code": codes[(t, p)]} for p in parts]}
+        for t, parts in order
+    ]
+
+
+# -- OffsetCommit ------------------------------------------------------------------------------
+
+
+@handles(ApiKey.OFFSET_COMMIT)
+async def handle_offset_commit(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    now = time.time_ns() // 1_000_000
+    retention = body.retention_time_ms if 2 <= version <= 4 else -1
+    order = [(t.name, [p.partition_index for p in t.partitions]) for t in body.topics]
+    codes: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for t in body.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not _known(apis, *tp):
+                codes[tp] = _UNKNOWN_TOPIC
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                p.committed_offset,
+                p.committed_leader_epoch if version >= 6 else -1,
+                p.committed_metadata if p.committed_metadata is not None else NO_METADATA,
+                now,
+                now + retention if retention != -1 else None,
+            )
+    gc = coordinator(apis)
+    if offsets:
+        if gc is None:
+            codes.update(dict.fromkeys(offsets, _NOT_AVAILABLE))
+        else:
+            codes.update(
+                await gc.commit_offsets(
+                    body.group_id,
+                    body.member_id,
+                    body.group_instance_id if version >= 7 else None,
+                    body.generation_id_or_member_epoch,
+                    offsets,
+                )
+            )
+    return {"throttle_time_ms": 0, "topics": _topics_response(order, codes)}
+
+
+# -- OffsetFetch -------------------------------------------------------------------------------
+
+
+def _partition_entry(partition: int, om: OffsetAndMetadata | None, error: int = 0) -> dict[str, Any]:
+    return {
+        "partition_index": partition,
+        "committed_offset": om.offset if om is not None else INVALID_OFFSET,
+        "committed_leader_epoch": om.leader_epoch if om is not None else -1,
+        "metadata": om.metadata if om is not None else NO_METADATA,
+        "error_code": error,
+    }
+
+
+def _fetch_group(apis: KafkaApis, group_id: str, topics: Any) -> tuple[int, list[dict[str, Any]]]:
+    """(group error, topics) for one group; `topics=None` means every committed partition."""
+    gc = coordinator(apis)
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if gc is None:
+        code, offsets = _NOT_AVAILABLE, {}
+    else:
+        code, offsets = gc.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    if code:
+        for t, p in wanted or []:
+            by_topic.setdefault(t, []).append(_partition_entry(p, None, code))
+    else:
+        for (t, p), om in offsets.items():
+            by_topic.setdefault(t, []).append(_partition_entry(p, om))
+    return code, [{"name": t, "partitions": parts} for t, parts in by_topic.items()]
+
+
+@handles(ApiKey.OFFSET_FETCH)
+def handle_offset_fetch(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
+    if version >= 8:
+        groups = []
+        for g in body.groups:
+            code, topics = _fetch_group(apis, g.group_id, g.topics)
+            groups.append({"group_id": g.group_id, "topics": [] if code else topics, "error_code": code})
+        return {"throttle_time_ms": 0, "groups": groups}
+    code, topics = _fetch_group(apis, body.group_id, body.topics)
+    if version >= 2 and code:
+        topics = []  # v2+ has a top-level error: partitions are not repeated with it
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
+
+
+# -- OffsetDelete ------------------------------------------------------------------------------
+
+
+@handles(ApiKey.OFFSET_DELETE)
+async def handle_offset_delete(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    order = [(t.name, [p.partition_index for p in t.partitions]) for t in body.topics]
+    codes: dict[tuple[str, int], int] = {}
+    wanted = []
+    for t, parts in order:
+        for p in parts:
+            if _known(apis, t, p):
+                wanted.append((t, p))
+            else:
+                codes[(t, p)] = _UNKNOWN_TOPIC
+    gc = coordinator(apis)
+    top, per = (_NOT_AVAILABLE, {}) if gc is None else await gc.delete_offsets(body.group_id, wanted)
+    if top and not per:
+        return {"error_code": top, "throttle_time_ms": 0, "topics": []}
+    codes.update(per)
+    return {"error_code": top, "throttle_time_ms": 0, "topics": _topics_response(order, codes)}

@@ -1,0 +1,79 @@
+"""Reading __consumer_offsets back: every (key, value) record of a partition's log, in order.
+
+Runs on an io thread (file reads block). Batches are read through `Log.read` (file regions,
+`offsets.load.buffer.size` bytes at a time) and decoded here; compressed batches (another
+broker or an older Kafka may have written them) are decompressed with kafka-python's codecs,
+the same libraries the clients use. Control batches (transaction markers) carry no group data
+and are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from kafkapy.protocol.record_batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    BatchHeader,
+    CompressionType,
+    decode_records,
+    iter_batches,
+)
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def _decompress(codec: int, data: bytes) -> bytes:
+    from kafka import codec as kc  # the clients' codecs; imported only when a batch needs one
+
+    if codec == CompressionType.GZIP:
+        return bytes(kc.gzip_decode(data))
+    if codec == CompressionType.SNAPPY:
+        return bytes(kc.snappy_decode(data))
+    if codec == CompressionType.LZ4:
+        return bytes(kc.lz4_decode(data))
+    if codec == CompressionType.ZSTD:
+        return bytes(kc.zstd_decode(data))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def batch_records(buf: memoryview, position: int, header: BatchHeader) -> list[Any]:
+    """The records of one batch, decompressing it into an equivalent uncompressed batch first."""
+    if header.compression == CompressionType.NONE:
+        return decode_records(buf, position)
+    body = _decompress(header.compression, bytes(buf[position + HEADER_SIZE : position + header.size]))
+    plain = bytearray(buf[position : position + HEADER_SIZE]) + body
+    _I32.pack_into(plain, LENGTH_OFFSET, len(plain) - LOG_OVERHEAD)
+    _I16.pack_into(plain, ATTRIBUTES_OFFSET, header.attributes & ~0x07)
+    return decode_records(plain, 0)
+
+
+def read_log_records(
+    log: Any, end_offset: int, buffer_size: int
+) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every record from the log start offset up to `end_offset` (blocking)."""
+    offset = log.log_start_offset
+    while offset < end_offset:
+        info = log.read(offset, buffer_size, end_offset, True)
+        if not info.records:
+            return
+        data = b"".join(os.pread(r.fd, r.length, r.position) for r in info.records)
+        view = memoryview(data)
+        progressed = False
+        for position, header in iter_batches(view):
+            if header.next_offset <= offset:
+                continue
+            progressed = True
+            offset = header.next_offset
+            if header.is_control:
+                continue
+            for record in batch_records(view, position, header):
+                yield record.key, record.value
+        if not progressed:
+            return
