@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkapy.spark.wire import EARLIEST, LATEST, KafkaWire, TopicPartition
+from kafkapy.spark.clients import EARLIEST, LATEST, SourceClient, TopicPartition
 
 STRATEGIES = ("assign", "subscribe", "subscribepattern")
 
@@ -110,16 +110,16 @@ class Subscription:
                 f'Expected e.g. {{"topicA":[0,1],"topicB":[0,1]}}, got {self.value}'
             ) from None
 
-    def partitions(self, wire: KafkaWire) -> list[TopicPartition]:
+    def partitions(self, client: SourceClient) -> list[TopicPartition]:
         """The topic partitions as the cluster has them now (new partitions included)."""
         if self.kind == "assign":
             return self.assigned()
         if self.kind == "subscribe":
-            found = wire.metadata(self.topics())
+            found = client.partitions(self.topics())
         else:
             # Java's Pattern.matcher(topic).matches(): the whole name must match.
             pattern = re.compile(self.value)
-            found = {t: ps for t, ps in wire.metadata(None).items() if pattern.fullmatch(t)}
+            found = {t: ps for t, ps in client.partitions(None).items() if pattern.fullmatch(t)}
         return sorted((t, p) for t, ps in found.items() for p in ps)
 
 
@@ -192,13 +192,13 @@ class OffsetSpec:
                     )
 
     def resolve(
-        self, wire: KafkaWire, tps: list[TopicPartition], side: str, strategy: str = "error"
+        self, client: SourceClient, tps: list[TopicPartition], side: str, strategy: str = "error"
     ) -> dict[TopicPartition, int]:
         """Real offsets for `tps`. Partitions a JSON spec does not name: Spark fails for
         offsets (the spec must name every partition) and falls back to the default otherwise."""
         if self.kind in ("earliest", "latest"):
             target = EARLIEST if self.kind == "earliest" else LATEST
-            return wire.list_offsets({tp: target for tp in tps})
+            return client.list_offsets({tp: target for tp in tps})
         given = dict(self.offsets)
         if self.kind == "offsets":
             missing = [tp for tp in tps if tp not in given]
@@ -209,14 +209,14 @@ class OffsetSpec:
                     + ", ".join(f"{t}-{p}" for t, p in missing)
                 )
             query = {tp: given[tp] for tp in tps if given[tp] < 0}
-            found = wire.list_offsets(query) if query else {}
+            found = client.list_offsets(query) if query else {}
             return {tp: found.get(tp, given[tp]) for tp in tps}
         stamps = (
             {tp: self.timestamp for tp in tps}
             if self.kind == "timestamp"
             else {tp: given[tp] for tp in tps if tp in given}
         )
-        found = wire.list_offsets(stamps)
+        found = client.list_offsets(stamps)
         result: dict[TopicPartition, int] = {}
         unmatched = [tp for tp, o in found.items() if o < 0]
         if unmatched and side == "starting" and strategy == "error":
@@ -225,9 +225,9 @@ class OffsetSpec:
                 + ", ".join(f"{t}-{p}" for t, p in unmatched)
                 + "; set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead"
             )
-        latest = wire.list_offsets({tp: LATEST for tp in unmatched}) if unmatched else {}
+        latest = client.list_offsets({tp: LATEST for tp in unmatched}) if unmatched else {}
         for tp in tps:
             result[tp] = latest.get(tp, found.get(tp, -1))
             if tp not in found:  # a partition the timestamps JSON leaves out
-                result[tp] = wire.list_offsets({tp: EARLIEST if side == "starting" else LATEST})[tp]
+                result[tp] = client.list_offsets({tp: EARLIEST if side == "starting" else LATEST})[tp]
         return result

@@ -18,15 +18,10 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkapy.protocol.errors import OffsetOutOfRangeException
 from kafkapy.spark import options as opts
-from kafkapy.spark.rows import RowBuffer
-from kafkapy.spark.wire import EARLIEST, KafkaWire, TopicPartition
+from kafkapy.spark.clients import SourceClient, TopicPartition, read_records
+from kafkapy.spark.rows import arrow_schema, to_arrow
 
 log = logging.getLogger("kafkapy.spark")
-
-# Up to this many bytes per Fetch, hence per Arrow batch (~80k records of 100 bytes).
-FETCH_MAX_BYTES = 8 << 20
-# Empty fetches in a row below the range's end before the range is declared unreadable.
-MAX_EMPTY_FETCHES = 3
 
 
 @dataclass(frozen=True)
@@ -80,36 +75,24 @@ def report_data_loss(config: ReadConfig, message: str) -> None:
 
 
 def read_range(config: ReadConfig, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
-    """The records of [start, end) as Arrow batches, read from the partition leader."""
+    """The records of [start, end) as Arrow batches (one per fetch), read from the leader."""
     tp = (part.topic, part.partition)
-    rows = RowBuffer(part.topic, part.partition, config.include_headers)
-    offset, empty = part.start, 0
-    with KafkaWire(config.bootstrap_servers, "kafkapy-spark-executor", config.poll_timeout_s) as wire:
-        while offset < part.end:
-            try:
-                fetched = wire.fetch(tp, offset, FETCH_MAX_BYTES)
-            except OffsetOutOfRangeException:
-                earliest = wire.list_offsets({tp: EARLIEST})[tp]
-                if earliest <= offset:
-                    raise
-                report_data_loss(config, data_loss_message(tp, offset, earliest))
-                offset = earliest
-                continue
-            next_offset = rows.add_batches(fetched.records, offset, part.end)
-            if len(rows):
-                yield rows.to_arrow()
-            if next_offset > offset:
-                offset, empty = next_offset, 0
-                continue
-            empty += 1
-            if fetched.high_watermark <= offset or empty >= MAX_EMPTY_FETCHES:
-                # The log ends before our range does: it was truncated or the topic recreated.
-                report_data_loss(
-                    config,
-                    f"{tp[0]}-{tp[1]} ends at offset {fetched.high_watermark} but offsets up to {part.end} "
-                    f"were planned; records [{offset}, {part.end}) are gone.",
-                )
-                return
+    schema = arrow_schema(config.include_headers)
+
+    def on_gap(wanted: int, earliest: int | None) -> None:
+        if earliest is None:
+            message = (
+                f"{tp[0]}-{tp[1]} ends before offset {part.end}, which was planned for this batch; "
+                f"records from {wanted} on are gone (the topic may have been deleted or recreated)."
+            )
+        else:
+            message = data_loss_message(tp, wanted, earliest)
+        report_data_loss(config, message)
+
+    for records in read_records(
+        config.bootstrap_servers, tp, part.start, part.end, config.poll_timeout_s, on_gap
+    ):
+        yield to_arrow(records, schema)
 
 
 def split_ranges(
@@ -144,12 +127,12 @@ class KafkaBatchReader(DataSourceReader):
         self.strategy = str(options.get("startingOffsetsByTimestampStrategy") or "error").lower()
 
     def partitions(self) -> list[KafkaInputPartition]:
-        with KafkaWire(self.config.bootstrap_servers, "kafkapy-spark-driver") as wire:
-            tps = self.subscription.partitions(wire)
+        with SourceClient(self.config.bootstrap_servers) as client:
+            tps = self.subscription.partitions(client)
             if not tps:
                 return []
-            starts = self.starting.resolve(wire, tps, "starting", self.strategy)
-            ends = self.ending.resolve(wire, tps, "ending")
+            starts = self.starting.resolve(client, tps, "starting", self.strategy)
+            ends = self.ending.resolve(client, tps, "ending")
         ranges = {}
         for tp in tps:
             start, end = starts[tp], ends[tp]

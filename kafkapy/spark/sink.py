@@ -25,7 +25,7 @@ from pyspark.sql.types import (
 )
 
 from kafkapy.spark import options as opts
-from kafkapy.spark.wire import KafkaWire, SimpleProducer
+from kafkapy.spark.clients import make_producer
 
 _TEXT_OR_BYTES = (StringType, BinaryType)
 
@@ -85,8 +85,13 @@ class _KafkaWriterBase:
         topic = options.get("topic")
         self.topic = None if topic is None else str(topic)
         check_schema(schema, self.topic)
-        acks = str(options.get("kafka.acks") or "all").strip().lower()
-        self.acks = -1 if acks == "all" else int(acks)
+        # kafka.* options configure the producer, as in Spark's sink (names arrive lower-cased,
+        # which Kafka's config names are anyway).
+        self.producer_options = {
+            k[len("kafka.") :]: str(v)
+            for k, v in options.items()
+            if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"
+        }
         self.columns = {f.name.lower(): f.name for f in schema.fields}
 
     def _write(self, rows: Iterator[Row]) -> KafkaCommitMessage:
@@ -98,10 +103,18 @@ class _KafkaWriterBase:
             col.get("headers"),
         )
         value_c = col["value"]
+        errors: list[BaseException] = []
+
+        def on_done(metadata: Any, exc: BaseException | None) -> None:
+            if exc is not None and not errors:
+                errors.append(exc)
+
         count = 0
-        with KafkaWire(self.bootstrap_servers, "kafkapy-spark-writer") as wire:
-            producer = SimpleProducer(wire, self.acks)
+        producer = make_producer(self.bootstrap_servers, self.producer_options)
+        try:
             for row in rows:
+                if errors:  # fail the task on the first broker error, not after all rows
+                    raise errors[0]
                 topic = self.topic or (row[topic_c] if topic_c else None)
                 if topic is None:
                     raise opts.KafkaOptionError(
@@ -113,12 +126,17 @@ class _KafkaWriterBase:
                 producer.send(
                     topic,
                     _bytes(row[value_c]),
-                    _bytes(row[key_c]) if key_c else None,
-                    headers,
-                    row[part_c] if part_c else None,
+                    key=_bytes(row[key_c]) if key_c else None,
+                    partition=row[part_c] if part_c else None,
+                    headers=headers,
+                    callback=on_done,
                 )
                 count += 1
             producer.flush()
+        finally:
+            producer.close()
+        if errors:
+            raise errors[0]
         return KafkaCommitMessage(count)
 
 

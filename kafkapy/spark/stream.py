@@ -27,6 +27,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kafkapy.spark import options as opts
+from kafkapy.spark.clients import EARLIEST, LATEST, SourceClient, TopicPartition
 from kafkapy.spark.reader import (
     KafkaInputPartition,
     ReadConfig,
@@ -34,7 +35,6 @@ from kafkapy.spark.reader import (
     report_data_loss,
     split_ranges,
 )
-from kafkapy.spark.wire import EARLIEST, LATEST, KafkaWire, TopicPartition
 
 Offsets = dict[TopicPartition, int]
 
@@ -67,35 +67,35 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.strategy = str(options.get("startingOffsetsByTimestampStrategy") or "error").lower()
         self.max_offsets = opts.get_int(options, "maxOffsetsPerTrigger", None)
         self.min_partitions = opts.get_int(options, "minPartitions", None)
-        self._wire: KafkaWire | None = None
+        self._client: SourceClient | None = None
         self._target: Offsets | None = None  # Trigger.AvailableNow: never read past these
         self._latest: Offsets | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get a copy of this object: never a socket.
         state = dict(self.__dict__)
-        state["_wire"] = None
+        state["_client"] = None
         return state
 
     @property
-    def wire(self) -> KafkaWire:
-        if self._wire is None:
-            self._wire = KafkaWire(self.config.bootstrap_servers, "kafkapy-spark-driver")
-        return self._wire
+    def client(self) -> SourceClient:
+        if self._client is None:
+            self._client = SourceClient(self.config.bootstrap_servers)
+        return self._client
 
     # -- offsets ----------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        tps = self.subscription.partitions(self.wire)
+        tps = self.subscription.partitions(self.client)
         if self.starting.kind == "offsets":
             # Partitions the JSON leaves out are picked up like new ones, from earliest.
             named = dict(self.starting.offsets)
             tps = [tp for tp in tps if tp in named]
-        return opts.offsets_to_json(self.starting.resolve(self.wire, tps, "starting", self.strategy))
+        return opts.offsets_to_json(self.starting.resolve(self.client, tps, "starting", self.strategy))
 
     def _current_latest(self) -> Offsets:
-        tps = self.subscription.partitions(self.wire)
-        latest = self.wire.list_offsets({tp: LATEST for tp in tps}) if tps else {}
+        tps = self.subscription.partitions(self.client)
+        latest = self.client.list_offsets({tp: LATEST for tp in tps}) if tps else {}
         self._latest = latest
         return latest
 
@@ -107,7 +107,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in latest if tp not in begin]
         if new:
             # Spark starts partitions added while a query runs at their earliest offset.
-            begin = {**begin, **self.wire.list_offsets({tp: EARLIEST for tp in new})}
+            begin = {**begin, **self.client.list_offsets({tp: EARLIEST for tp in new})}
         end = {tp: max(o, begin.get(tp, o)) for tp, o in latest.items()}
         # Partitions no longer reported keep their position (an assign JSON naming a gone one).
         for tp, o in begin.items():
@@ -131,7 +131,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, stop = opts.offsets_from_json(start), opts.offsets_from_json(end)
         new = [tp for tp in stop if tp not in begin]
         if new:
-            earliest = self.wire.list_offsets({tp: EARLIEST for tp in new})
+            earliest = self.client.list_offsets({tp: EARLIEST for tp in new})
             for tp in new:
                 if earliest[tp] != 0:
                     report_data_loss(
@@ -161,6 +161,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         pass
 
     def stop(self) -> None:
-        if self._wire is not None:
-            self._wire.close()
-            self._wire = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
