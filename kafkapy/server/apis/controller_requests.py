@@ -65,6 +65,15 @@ def handle_update_metadata(apis: KafkaApis, request: Request, body: Any) -> dict
 
 @handles(ApiKey.STOP_REPLICA)
 def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+
+    gc = apis.server.group_coordinator
+    if gc is not None and body.controller_epoch >= apis.replica_manager.controller_epoch:
+        # A stopped __consumer_offsets replica no longer answers for its groups.
+        for ts in body.topic_states:
+            if ts.topic_name == GROUP_METADATA_TOPIC_NAME:
+                for ps in ts.partition_states:
+                    gc.on_resigned(ps.partition_index)
     return apis.replica_manager.stop_replicas(body)
 
 
