@@ -91,6 +91,7 @@ class NetworkClient:
         os.set_blocking(self._wake_w, False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._closed = False
+        self._wake_lock = threading.Lock()
 
     # -- metadata --------------------------------------------------------------------------
 
@@ -356,11 +357,16 @@ class NetworkClient:
     # -- the poll loop ---------------------------------------------------------------------
 
     def wakeup(self) -> None:
-        """Interrupt a `poll` blocked in select (thread-safe)."""
-        try:
-            os.write(self._wake_w, b"x")
-        except BlockingIOError:
-            pass  # the pipe is full: a wakeup is pending anyway
+        """Interrupt a `poll` blocked in select (thread-safe; a no-op once closed)."""
+        # The lock keeps `close` from closing the pipe between the check and the write: the fd
+        # number could already belong to someone else's file.
+        with self._wake_lock:
+            if self._closed:
+                return
+            try:
+                os.write(self._wake_w, b"x")
+            except BlockingIOError:
+                pass  # the pipe is full: a wakeup is pending anyway
 
     def poll(self, timeout: float) -> None:
         """Do the I/O that is ready, waiting at most `timeout` seconds for some."""
@@ -480,12 +486,13 @@ class NetworkClient:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
         for node_id in list(self._conns):
             self._disconnect(node_id, ConnectionClosedError("client closed"))
         self._selector.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        with self._wake_lock:
+            self._closed = True
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
 
 def _decode_api_versions(frame: bytes, version: int) -> Any:

@@ -8,8 +8,10 @@
 `send` serializes, picks the partition, appends to the accumulator and returns at once with a
 future; the background sender thread does everything else. Errors that concern one record
 (unknown topic after max.block.ms, a record larger than max.request.size) come back through the
-future and the callback, as with Java's producer; errors about the producer itself (closed,
-bad arguments) are raised by `send`.
+future and the callback, as with Java's producer. Waiting longer than max.block.ms, for
+metadata or for buffer space, raises from `send` itself (TimeoutException /
+BufferExhaustedError, as kafka-python does): back-pressure the caller sees at once. Errors about
+the producer itself (closed, bad arguments) are raised too.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class KafkaProducer:
     ) -> FutureRecordMetadata:
         """Queue one record; the future (and `callback(metadata, exception)`) completes when the
         broker acknowledges it (at once with acks=0). Blocks up to max.block.ms for metadata
-        and buffer space."""
+        and buffer space, then raises TimeoutException / BufferExhaustedError."""
         if self._closed:
             raise RuntimeError("Cannot perform operation after producer has been closed")
         if not topic:
@@ -117,6 +119,8 @@ class KafkaProducer:
                     "which is the value of the max.request.size configuration."
                 )
             future = self._append(topic, partition, key, key_bytes, value_bytes, header_bytes, ts, cluster)
+        except TimeoutException:
+            raise  # max.block.ms passed (no metadata, or no buffer space): back-pressure, at once
         except KafkaError as e:
             future = FailedFuture(e, TopicPartition(topic, -1 if partition is None else partition))
         if callback is not None:

@@ -1,0 +1,237 @@
+"""kafkapy-console-consumer: Kafka's kafka-console-consumer.sh (kafka.tools.ConsoleConsumer).
+
+    kafkapy-console-consumer --bootstrap-server 127.0.0.1:9092 --topic t --from-beginning
+    kafkapy-console-consumer --bootstrap-server h:9092 --topic t --partition 0 --offset 42 \
+        --max-messages 10 --property print.key=true
+    kafkapy-console-consumer --zookeeper 127.0.0.1:2181 --topic t --from-beginning
+
+Writes each record as Kafka's DefaultMessageFormatter does (value, then line.separator; with
+print.timestamp / print.partition / print.offset / print.key before it) and ends with
+"Processed a total of N messages" on stderr. Values are written as raw bytes, so a file piped
+through a topic comes back byte for byte.
+
+Bootstrap mode assigns itself all partitions of the matching topics (or the one given with
+--partition). With --group it resumes from, and commits to, the group's offsets through
+OffsetFetch/OffsetCommit; it does not join the group (no JoinGroup/SyncGroup membership), so
+two console consumers in one group each read everything. --zookeeper runs the legacy
+ZooKeeper-based consumer, which does balance partitions within its group.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, BinaryIO
+
+import click
+
+from kafkapy.client.consumer import SimpleConsumer, TopicPartition
+from kafkapy.tools.properties_args import merge, parse_kv, unescape
+
+
+class Formatter:
+    """Kafka's DefaultMessageFormatter."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        def flag(name: str, default: str = "false") -> bool:
+            return props.get(name, default).lower() == "true"
+
+        self.print_timestamp = flag("print.timestamp")
+        self.print_partition = flag("print.partition")
+        self.print_offset = flag("print.offset")
+        self.print_headers = flag("print.headers")
+        self.print_key = flag("print.key")
+        self.print_value = flag("print.value", "true")
+        self.key_separator = unescape(props.get("key.separator", "\t")).encode()
+        self.line_separator = unescape(props.get("line.separator", "\n")).encode()
+        self.headers_separator = unescape(props.get("headers.separator", ",")).encode()
+        self.null_literal = props.get("null.literal", "null").encode()
+
+    def write(self, out: BinaryIO, topic: str, partition: int, offset: int, timestamp: int,
+              timestamp_type: int, key: bytes | None, value: bytes | None,
+              headers: Iterable[tuple[str, bytes | None]] = ()) -> None:  # fmt: skip
+        parts: list[bytes] = []
+        if self.print_timestamp:
+            kind = "LogAppendTime" if timestamp_type == 1 else "CreateTime"
+            parts.append(f"{kind}:{timestamp}".encode() if timestamp >= 0 else b"NO_TIMESTAMP")
+        if self.print_partition:
+            parts.append(f"Partition:{partition}".encode())
+        if self.print_offset:
+            parts.append(f"Offset:{offset}".encode())
+        if self.print_headers:
+            items = [k.encode() + b":" + (v if v is not None else self.null_literal) for k, v in headers]
+            parts.append(self.headers_separator.join(items) if items else b"NO_HEADERS")
+        if self.print_key:
+            parts.append(self.null_literal if key is None else key)
+        if self.print_value:
+            parts.append(self.null_literal if value is None else value)
+        out.write(self.key_separator.join(parts) + self.line_separator)
+
+
+def _partitions(consumer: SimpleConsumer, params: dict[str, Any]) -> list[TopicPartition]:
+    if params["topic"]:
+        topics = [params["topic"]]
+    else:
+        pattern = re.compile(params["whitelist"])
+        topics = [t for t in consumer.topics() if pattern.fullmatch(t) and not t.startswith("__")]
+    if params["partition"] is not None:
+        return [TopicPartition(topics[0], params["partition"])]
+    return [TopicPartition(t, p) for t in topics for p in consumer.partitions_for(t)]
+
+
+def _start_positions(consumer: SimpleConsumer, tps: list[TopicPartition], params: dict[str, Any]) -> None:
+    offset = params["offset"]
+    if offset is None:
+        if params["from_beginning"] and not params["group"]:
+            consumer.seek_to_beginning(*tps)
+        return  # the group's committed offsets, else auto.offset.reset
+    if offset == "earliest":
+        consumer.seek_to_beginning(*tps)
+    elif offset == "latest":
+        consumer.seek_to_end(*tps)
+    else:
+        consumer.seek(tps[0], int(offset))
+
+
+def _check(params: dict[str, Any]) -> None:
+    if bool(params["topic"]) == bool(params["whitelist"]):
+        raise click.UsageError("Exactly one of whitelist/topic is required.")
+    if params["offset"] is not None:
+        if params["partition"] is None:
+            raise click.UsageError("The partition is required when offset is specified.")
+        if params["from_beginning"]:
+            raise click.UsageError("Options from-beginning and offset cannot be specified together.")
+        if params["offset"] not in ("earliest", "latest") and not params["offset"].lstrip("-").isdigit():
+            raise click.UsageError(f"The provided offset value '{params['offset']}' is incorrect. "
+                                   "Valid values are 'earliest', 'latest', or a non-negative long.")  # fmt: skip
+    if params["partition"] is not None and params["group"]:
+        raise click.UsageError("Options group and partition cannot be specified together.")
+    if params["partition"] is not None and not params["topic"]:
+        raise click.UsageError("The topic is required when partition is specified.")
+
+
+def run_bootstrap(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -> int:
+    props = merge(params["consumer_config"], params["consumer_property"], "--consumer-property")
+    group = params["group"] or props.get("group.id")
+    reset = "earliest" if params["from_beginning"] else props.get("auto.offset.reset", "latest")
+    consumer = SimpleConsumer(
+        params["bootstrap_server"],
+        client_id=props.get("client.id", "console-consumer"),
+        group_id=group,
+        auto_offset_reset=reset,
+        isolation_level=params["isolation_level"],
+        max_partition_fetch_bytes=int(props.get("max.partition.fetch.bytes", 1_048_576)),
+    )
+    count = 0
+    try:
+        tps = _partitions(consumer, params)
+        consumer.assign(tps)
+        _start_positions(consumer, tps, params)
+        max_messages = params["max_messages"]
+        timeout_ms = params["timeout_ms"]
+        last = time.monotonic()
+        while max_messages is None or count < max_messages:
+            wait = (
+                1000
+                if timeout_ms is None
+                else max(0, min(1000, timeout_ms - int((time.monotonic() - last) * 1000)))
+            )
+            records = consumer.poll(wait, None if max_messages is None else max_messages - count)
+            if records:
+                last = time.monotonic()
+            elif timeout_ms is not None and (time.monotonic() - last) * 1000 >= timeout_ms:
+                break
+            for r in records:
+                formatter.write(out, r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type,
+                                r.key, r.value, r.headers)  # fmt: skip
+            count += len(records)
+            out.flush()
+        if group:
+            consumer.commit()
+    except KeyboardInterrupt:
+        if group:
+            consumer.commit()
+    finally:
+        consumer.close()
+    return count
+
+
+def run_zookeeper(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -> int:
+    from kafkapy.consumer_legacy import (
+        ConsumerConfig,
+        ConsumerTimeoutException,
+        Whitelist,
+        ZookeeperConsumerConnector,
+    )
+
+    props = merge(params["consumer_config"], params["consumer_property"], "--consumer-property")
+    props["zookeeper.connect"] = params["zookeeper"]
+    props.setdefault("group.id", params["group"] or f"console-consumer-{uuid.uuid4().int % 100000}")
+    props["auto.offset.reset"] = (
+        "smallest" if params["from_beginning"] else props.get("auto.offset.reset", "largest")
+    )
+    if params["timeout_ms"] is not None:
+        props["consumer.timeout.ms"] = str(params["timeout_ms"])
+    connector = ZookeeperConsumerConnector(ConsumerConfig.from_props(props))
+    count = 0
+    try:
+        topic_filter = Whitelist(re.escape(params["topic"]) if params["topic"] else params["whitelist"])
+        stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
+        for m in stream:
+            formatter.write(out, m.topic, m.partition, m.offset, m.timestamp, 0, m.key, m.message)
+            out.flush()
+            count += 1
+            if params["max_messages"] is not None and count >= params["max_messages"]:
+                break
+    except (ConsumerTimeoutException, KeyboardInterrupt):
+        pass
+    finally:
+        connector.shutdown()
+    return count
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--bootstrap-server", help="The server(s) to connect to (host:port,...).")
+@click.option("--zookeeper", help="Use the legacy ZooKeeper-based consumer with this ZooKeeper.")
+@click.option("--topic", help="The topic to consume.")
+@click.option("--whitelist", help="Regular expression of the topics to consume.")
+@click.option("--partition", type=int, help="The partition to consume (from the end unless --offset).")
+@click.option("--offset", help="earliest, latest or an offset (needs --partition).")
+@click.option(
+    "--from-beginning", is_flag=True, help="Start at the earliest offset when there is no committed one."
+)
+@click.option("--group", help="The consumer group id.")
+@click.option("--max-messages", type=int, help="Exit after this many messages.")
+@click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
+@click.option(
+    "--property", "prop", multiple=True, help="Formatter property k=v (print.key, key.separator, ...)."
+)
+@click.option("--consumer-property", multiple=True, help="Consumer config k=v.")
+@click.option("--consumer.config", "consumer_config", help="Consumer config properties file.")
+@click.option(
+    "--isolation-level", default="read_uncommitted", type=click.Choice(["read_uncommitted", "read_committed"])
+)
+@click.option("--skip-message-on-error", is_flag=True, help="Accepted for compatibility.")
+def console_consumer(**params: Any) -> None:
+    """Read data from Kafka topics and write it to standard output."""
+    _check(params)
+    formatter = Formatter(parse_kv(params["prop"], "--property"))
+    out = sys.stdout.buffer
+    if params["zookeeper"]:
+        count = run_zookeeper(params, formatter, out)
+    elif params["bootstrap_server"]:
+        count = run_bootstrap(params, formatter, out)
+    else:
+        raise click.UsageError('Missing required argument "[bootstrap-server]"')
+    click.echo(f"Processed a total of {count} messages", err=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    console_consumer.main(args=argv, prog_name="kafkapy-console-consumer")
+
+
+if __name__ == "__main__":
+    main()
