@@ -1,0 +1,1 @@
+"""kafkapy's benchmark harness: `python benchmarks/run.py` (see docs/benchmarks.md)."""
