@@ -144,7 +144,10 @@ def test_full_buffer_blocks_for_max_block_ms_then_fails_clearly(kafkapy_cluster:
     os.kill(broker.pid, signal.SIGSTOP)  # the broker stops reading: nothing gets acknowledged
     try:
         value = b"x" * 1000
-        with pytest.raises(BufferExhaustedError, match="Failed to allocate memory within the configured max blocking time 500 ms"):  # noqa: E501
+        with pytest.raises(
+            BufferExhaustedError,
+            match="Failed to allocate memory within the configured max blocking time 500 ms",
+        ):  # noqa: E501
             for _ in range(1000):
                 p.send(topic, value)
         started = time.monotonic()
