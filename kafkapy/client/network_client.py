@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from kafkapy.client.cluster import BrokerNode, ClusterMetadata
 from kafkapy.client.connection import ConnectionClosedError, RequestTimeoutError
+from kafkapy.client.metadata import MetadataRefresh
 from kafkapy.client.node_connection import NodeConnection, ResponseCallback, State
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import ApiKey
@@ -78,11 +79,8 @@ class NetworkClient:
         }
         self.cluster = ClusterMetadata()
         self.metadata_updated = threading.Condition()
-        self._topics: set[str] = set()
-        self._all_topics = False
-        self._update_requested = True
-        self._metadata_in_flight = False
-        self._last_metadata_attempt = 0.0
+        self._metadata = MetadataRefresh(self.metadata_max_age, self.retry_backoff, self.request_timeout)
+        self._metadata.allow_auto_topic_creation = allow_auto_topic_creation
         self._conns: dict[int, NodeConnection] = {}
         self._backoff: dict[int, tuple[float, int]] = {}  # node -> (next attempt time, failures)
         self._selector = selectors.DefaultSelector()
@@ -97,58 +95,33 @@ class NetworkClient:
 
     def add_topics(self, topics: Iterable[str]) -> None:
         """Ask for metadata of these topics from now on (thread-safe)."""
-        new = set(topics) - self._topics
-        if new:
-            self._topics = self._topics | new
-            self.request_metadata_update()
+        self._metadata.add_topics(topics)
 
     def set_all_topics(self, enabled: bool = True) -> None:
-        self._all_topics = enabled
-        self.request_metadata_update()
+        self._metadata.all_topics = enabled
+        self._metadata.update_requested = True
 
     def request_metadata_update(self) -> None:
         """Refresh metadata at the next poll (thread-safe)."""
-        self._update_requested = True
+        self._metadata.update_requested = True
 
     def metadata_due_in(self, now: float) -> float:
-        if self._metadata_in_flight:
-            return self.request_timeout
-        backoff_left = self._last_metadata_attempt + self.retry_backoff - now
-        if self._update_requested:
-            return max(0.0, backoff_left)
-        return max(0.0, self.cluster.updated_at + self.metadata_max_age - now, backoff_left)
+        return self._metadata.due_in(self.cluster, now)
 
     def _maybe_update_metadata(self, now: float) -> None:
         if self.metadata_due_in(now) > 0:
             return
         node = self.least_loaded_node()
-        if node is None:
-            return
-        if not self.ready(node):
+        if node is None or not self.ready(node):
             return  # connecting: poll again when it is
-        self._last_metadata_attempt = now
-        self._metadata_in_flight = True
-        self._update_requested = False
-        topics = None if self._all_topics else [{"name": t} for t in sorted(self._topics)]
-
-        def build(version: int) -> dict[str, Any]:
-            return {
-                "topics": topics if topics is not None or version == 0 else None,
-                "allow_auto_topic_creation": self.allow_auto_topic_creation,
-            }
-
+        build = self._metadata.start(now)
         self.send(node, ApiKey.METADATA, build, self._on_metadata, max_version=_METADATA_MAX_VERSION)
 
     def _on_metadata(self, resp: Any, exc: BaseException | None) -> None:
-        self._metadata_in_flight = False
-        if exc is not None:
+        cluster = self._metadata.finish(resp, exc, self.cluster)
+        if cluster is None:
             log.debug("metadata request failed: %s", exc)
-            self._update_requested = True
             return
-        cluster = ClusterMetadata.from_response(resp, self.cluster)
-        # Leaderless partitions (a topic being created, an election under way) mean: ask again soon.
-        if cluster.missing_leaders(self._topics):
-            self._update_requested = True
         self.cluster = cluster
         for node_id, conn in list(self._conns.items()):
             broker = cluster.brokers.get(node_id)
@@ -436,8 +409,6 @@ class NetworkClient:
                         f"no response from node {node_id} ({conn.address}) within {self.request_timeout}s"
                     ),
                 )
-            elif conn.state is State.CONNECTING and conn.sock is not None:
-                pass  # the OS connect timeout bounds this; a metadata refresh will try elsewhere
 
     # -- blocking helpers (single-threaded callers: the consumer, the tools) ----------------
 
