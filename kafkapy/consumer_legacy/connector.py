@@ -21,7 +21,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
@@ -46,7 +46,7 @@ class MessageStreamsExistException(Exception):
 
 
 class _OnChildren(ZNodeChildChangeHandler):
-    def __init__(self, path: str, callback: callable) -> None:  # type: ignore[valid-type]
+    def __init__(self, path: str, callback: Callable[[], None]) -> None:
         super().__init__(path)
         self._callback = callback
 
@@ -55,7 +55,7 @@ class _OnChildren(ZNodeChildChangeHandler):
 
 
 class _OnData(ZNodeChangeHandler):
-    def __init__(self, path: str, callback: callable) -> None:  # type: ignore[valid-type]
+    def __init__(self, path: str, callback: Callable[[], None]) -> None:
         super().__init__(path)
         self._callback = callback
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from kazoo.exceptions import NodeExistsError
 
@@ -234,10 +235,14 @@ class Rebalancer:
         self._watched_topics |= topics
 
 
-def _memo(fn):  # type: ignore[no-untyped-def]
-    cache: list = []
+_T = TypeVar("_T")
 
-    def get():  # type: ignore[no-untyped-def]
+
+def _memo(fn: Callable[[], _T]) -> Callable[[], _T]:
+    # The topic list is read at most once per rebalance, and only if a wildcard subscriber needs it.
+    cache: list[_T] = []
+
+    def get() -> _T:
         if not cache:
             cache.append(fn())
         return cache[0]
