@@ -108,7 +108,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if new:
             # Spark starts partitions added while a query runs at their earliest offset.
             begin = {**begin, **self.client.list_offsets({tp: EARLIEST for tp in new})}
-        end = {tp: max(o, begin.get(tp, o)) for tp, o in latest.items()}
+        # An end below its start (topic recreated, log truncated) is kept: partitions() then
+        # reports the data loss, as Spark's source does.
+        end = dict(latest)
         # Partitions no longer reported keep their position (an assign JSON naming a gone one).
         for tp, o in begin.items():
             end.setdefault(tp, o)
