@@ -84,6 +84,8 @@ class SimpleConsumer:
         self._ready: list[ConsumerRecord] = []
         self._group = GroupOffsets(self.client, group_id, self.timeout) if group_id else None
         self.high_watermarks: dict[TopicPartition, int] = {}
+        # An error found in a fetch callback (which runs inside client.poll) is raised by poll().
+        self._error: BaseException | None = None
 
     def __enter__(self) -> SimpleConsumer:
         return self
@@ -232,6 +234,9 @@ class SimpleConsumer:
         deadline = time.monotonic() + timeout_ms / 1000
         self._resolve_positions()
         while True:
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
             if self._ready:
                 if max_records is None or len(self._ready) <= max_records:
                     out, self._ready = self._ready, []
@@ -296,14 +301,17 @@ class SimpleConsumer:
         if exc is not None:
             self.client.request_metadata_update()
             return
-        if resp.error_code:
-            raise for_code(resp.error_code, "Fetch")
-        for t in resp.responses:
-            for p in t.partitions:
-                tp = TopicPartition(t.topic, p.partition_index)
-                if tp not in fetched or self._positions.get(tp) != fetched[tp]:
-                    continue  # seeked or unassigned meanwhile: this data is stale
-                self._on_partition_data(tp, fetched[tp], p)
+        try:
+            if resp.error_code:
+                raise for_code(resp.error_code, "Fetch")
+            for t in resp.responses:
+                for p in t.partitions:
+                    tp = TopicPartition(t.topic, p.partition_index)
+                    if tp not in fetched or self._positions.get(tp) != fetched[tp]:
+                        continue  # seeked or unassigned meanwhile: this data is stale
+                    self._on_partition_data(tp, fetched[tp], p)
+        except Exception as e:  # noqa: BLE001 - handed to the caller of poll()
+            self._error = e
 
     def _on_partition_data(self, tp: TopicPartition, position: Any, p: Any) -> None:
         code = p.error_code
