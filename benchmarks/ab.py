@@ -1,0 +1,78 @@
+"""A/B two kafkapy source trees on the broker-bound workloads, alternating A B A B.
+
+    python benchmarks/ab.py --a /path/to/tree-a --b /path/to/tree-b [--rounds 3]
+
+Each tree's `kafkapy` package goes first on PYTHONPATH of the broker it starts (a tree can be
+made with `git worktree add /tmp/a HEAD`). Workloads: pipelined single-record produce requests
+(small_requests), librdkafka produce of 1 KB records and consume of them (no client back-off).
+Prints per-round figures, medians, and the B/A ratio of each median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks import consume, produce, small_requests  # noqa: E402
+from benchmarks.brokers import kafkapy_broker  # noqa: E402
+from benchmarks.common import create_topics  # noqa: E402
+from benchmarks.produce import ProduceSpec  # noqa: E402
+
+
+def one_round(tree: Path, small: int, records: int) -> dict[str, float]:
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), old]))
+    try:
+        with kafkapy_broker(Path(tempfile.mkdtemp(prefix="kafkapy-ab-"))) as broker:
+            create_topics(broker.bootstrap, {"small": 1, "bench-1024b-acks1-p1": 1})
+            version = small_requests.produce_version([broker.bootstrap])
+            s = small_requests.run(broker, "small", version, small)
+            spec = ProduceSpec(1024, "1", 1, records)
+            p = produce.run(broker, spec)
+            c = consume.run(broker, spec.topic, 1, 1024, records, extra={"fetch.queue.backoff.ms": 0})
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+    return {
+        "small req/s": float(s["requests_per_s"]),
+        "small us cpu/req": float(s["broker_cpu_us_per_request"]),
+        "produce MB/s": float(p["mb_per_s"]),
+        "produce cpu s/GB": float(p["broker_cpu_s_per_gb"]),
+        "consume MB/s": float(c["mb_per_s"]),
+        "consume cpu s/GB": float(c["broker_cpu_s_per_gb"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--a", type=Path, required=True)
+    parser.add_argument("--b", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--small", type=int, default=100_000, help="pipelined requests per round")
+    parser.add_argument("--records", type=int, default=200_000, help="1 KB records per round")
+    args = parser.parse_args()
+    runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
+    for r in range(args.rounds):
+        for name, tree in (("A", args.a), ("B", args.b)):
+            figures = one_round(tree.resolve(), args.small, args.records)
+            runs[name].append(figures)
+            print(f"round {r + 1} {name}: " + "  ".join(f"{k}={v:,.1f}" for k, v in figures.items()), flush=True)
+    print()
+    print(f"{'figure':<20}{'A median':>14}{'B median':>14}{'B/A':>8}")
+    for key in runs["A"][0]:
+        a = statistics.median(x[key] for x in runs["A"])
+        b = statistics.median(x[key] for x in runs["B"])
+        print(f"{key:<20}{a:>14,.1f}{b:>14,.1f}{b / a:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
