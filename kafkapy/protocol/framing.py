@@ -13,6 +13,7 @@ that a client can read it before it knows what the broker speaks.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from kafkapy.protocol.schema import is_flexible
 # socket.request.max.bytes' default: the largest frame a broker accepts.
 DEFAULT_MAX_FRAME_SIZE: Final = 104_857_600
 _HEADER_FIXED: Final = prim.INT16.size * 2 + prim.INT32.size
+_HEADER_START: Final = struct.Struct(">hhi")  # api key, api version, correlation id
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +41,15 @@ class RequestHeader:
     body_offset: int  # where the body starts in the frame given to parse_request_header
 
 
+# Bounded: api key and version come off the wire, and a hostile client must not grow the cache.
+@functools.lru_cache(maxsize=4096)
 def request_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0  # the one request Kafka ever sent without a client id
     return 2 if is_flexible(api_key, api_version, "request") else 1
 
 
+@functools.lru_cache(maxsize=4096)
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.API_VERSIONS:
         return 0
@@ -60,11 +65,7 @@ def parse_request_header(frame: bytes | memoryview, offset: int = 0) -> RequestH
     """
     if len(frame) - offset < _HEADER_FIXED:
         raise ProtocolError(f"request header needs {_HEADER_FIXED} bytes, frame has {len(frame) - offset}")
-    api_key, api_version = (
-        prim.INT16.unpack_from(frame, offset)[0],
-        prim.INT16.unpack_from(frame, offset + 2)[0],
-    )
-    (correlation_id,) = prim.INT32.unpack_from(frame, offset + 4)
+    api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame, offset)
     header_version = request_header_version(api_key, api_version)
     pos = offset + _HEADER_FIXED
     client_id: str | None = None

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any
 
+from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.zk._json import decode_json, encode_json
 from kafkapy.server.zk.cluster_znodes import BrokersZNode
 from kafkapy.server.zk.errors import ZkDataError
-
-
-class TopicPartition(NamedTuple):
-    """A NamedTuple so it compares equal to (and hashes like) a plain ("topic", 0) tuple."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)
