@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kafkapy.client.compression import decompress
+from kafkapy.protocol.compression import decompress
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import HEADER_SIZE, BatchHeader, compute_crc, iter_batches
 

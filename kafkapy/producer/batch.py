@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from crc32c import crc32c
 
 from kafkapy.client.cluster import TopicPartition
-from kafkapy.client.compression import compress
+from kafkapy.protocol.compression import compress
 from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.protocol.record_batch import (
     ATTRIBUTES_OFFSET,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from kafkapy.client.compression import codec_for
+from kafkapy.protocol.compression import codec_for
 from kafkapy.protocol.record_batch import CompressionType
 
 log = logging.getLogger("kafkapy.producer.ProducerConfig")

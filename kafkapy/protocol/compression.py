@@ -1,23 +1,26 @@
-"""Record batch compression codecs (gzip, snappy, lz4, zstd) and compressed-batch helpers. No I/O.
+"""Record batch compression: the codecs and compressed-batch helpers, in one place. No I/O.
 
 In a v2 batch only the records section (everything after the 61-byte header) is compressed, as
-one block, with the codec named by the low three attribute bits:
+one block, with the codec named by the low three attribute bits. The formats are the ones
+Java's producer writes, so every consumer reads our batches, and every client's are read:
 
-    1 gzip    RFC 1952 (possibly several members)
-    2 snappy  the Java client's xerial framing (magic 0x82 'SNAPPY' 0, version, compat, then
-              int32-length-prefixed raw blocks); librdkafka may also send a bare raw block
-    3 lz4     the LZ4 frame format
-    4 zstd    one or more zstd frames, content size not necessarily declared
+- gzip: a gzip member (zlib with a gzip wrapper); zlib or several members are read too.
+- snappy: xerial's framing (SnappyOutputStream): magic, version 1, compatible version 1, then
+  blocks of int32 length + raw snappy. Readers also accept raw snappy (librdkafka's).
+- lz4: the LZ4 frame format with independent blocks; Java's KafkaLZ4BlockInputStream refuses
+  dependent (linked) blocks. The `lz4` package writes them ~10x faster than cramjam here.
+- zstd: a zstd frame (cramjam), content size not necessarily declared.
 
-snappy, lz4 and zstd come from optional packages (python-snappy or cramjam, lz4, zstandard),
-imported on first use so that a broker which never decompresses does not need them.
+The broker (ListOffsets by time, the group coordinator's loading, dump-log), the producer and
+the consumers all use this module; third-party codecs are imported on first use.
 """
 
 from __future__ import annotations
 
-import gzip
 import struct
-from typing import Any
+import zlib
+from collections.abc import Callable
+from typing import Final
 
 from kafkapy.protocol.errors import CorruptRecordException, InvalidRecordException
 from kafkapy.protocol.record_batch import (
@@ -32,98 +35,113 @@ from kafkapy.protocol.record_batch import (
     read_header,
 )
 
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = struct.Struct(">8sii")  # magic, version, compatible version
-_XERIAL_BLOCK_LEN = struct.Struct(">i")
-_I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _U32 = struct.Struct(">I")
 _LENGTH_OFFSET = 8
 
+_XERIAL_HEADER: Final = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK: Final = 32 * 1024  # xerial's default block size
+_I32 = struct.Struct(">i")
 
-def _module(name: str) -> Any:
+NAMES: Final = {
+    "none": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
+
+
+def codec_for(name: str | int) -> CompressionType:
+    """'gzip' / 'GZIP' / '1' / 1 -> CompressionType.GZIP (the old producer's compression.codec
+    took numbers; 'uncompressed' and 'producer' are Kafka's topic-level spellings)."""
+    if isinstance(name, int) or str(name).isdigit():
+        return CompressionType(int(name))
+    key = str(name).strip().lower()
+    if key in ("uncompressed", ""):
+        return CompressionType.NONE
     try:
-        return __import__(name, fromlist=["_"])
-    except ImportError as e:
-        raise InvalidRecordException(f"cannot (de)compress: Python package {name!r} is not installed") from e
+        return NAMES[key]
+    except KeyError:
+        raise ValueError(f"Invalid compression type {name!r}; expected one of {', '.join(NAMES)}") from None
 
 
-def _snappy_raw_decompress(data: bytes) -> bytes:
-    try:
-        return bytes(_module("cramjam").snappy.decompress_raw(data))
-    except InvalidRecordException:
-        return bytes(_module("snappy").uncompress(data))
+def _gzip(data: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: gzip wrapper
+    return c.compress(data) + c.flush()
 
 
-def _snappy_raw_compress(data: bytes) -> bytes:
-    try:
-        return bytes(_module("cramjam").snappy.compress_raw(data))
-    except InvalidRecordException:
-        return bytes(_module("snappy").compress(data))
+def _gunzip(data: bytes) -> bytes:
+    return zlib.decompress(data, 47)  # 32 + 15: gzip or zlib header, detected
 
 
-def _snappy_decompress(data: bytes) -> bytes:
-    if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_raw_decompress(data)
-    out = bytearray()
-    pos = _XERIAL_HEADER.size
+def _snappy(data: bytes) -> bytes:
+    import cramjam
+
+    out = [_XERIAL_HEADER]
+    view = memoryview(data)
+    for i in range(0, len(data), _XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(view[i : i + _XERIAL_BLOCK]))
+        out.append(_I32.pack(len(block)))
+        out.append(block)
+    return b"".join(out)
+
+
+def _unsnappy(data: bytes) -> bytes:
+    import cramjam
+
+    if not data.startswith(_XERIAL_HEADER[:8]):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out, pos = [], len(_XERIAL_HEADER)
     while pos < len(data):
-        (n,) = _XERIAL_BLOCK_LEN.unpack_from(data, pos)
-        pos += 4
-        out += _snappy_raw_decompress(data[pos : pos + n])
-        pos += n
-    return bytes(out)
+        (n,) = _I32.unpack_from(data, pos)
+        out.append(bytes(cramjam.snappy.decompress_raw(data[pos + 4 : pos + 4 + n])))
+        pos += 4 + n
+    return b"".join(out)
 
 
-def _snappy_compress(data: bytes) -> bytes:
-    # Xerial framing with one block per 32 KiB, as the Java client writes it, so Java consumers
-    # (which only accept the framed form) can read what we write.
-    out = bytearray(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
-    for start in range(0, max(len(data), 1), 32 * 1024):
-        block = _snappy_raw_compress(data[start : start + 32 * 1024])
-        out += _XERIAL_BLOCK_LEN.pack(len(block)) + block
-    return bytes(out)
+def _lz4(data: bytes) -> bytes:
+    import lz4.frame
+
+    return lz4.frame.compress(data, block_linked=False, content_checksum=False, store_size=False)
 
 
-def _zstd_decompress(data: bytes) -> bytes:
-    # A decompressobj copes with frames that do not declare their content size.
-    return bytes(_module("zstandard").ZstdDecompressor().decompressobj().decompress(data))
+def _unlz4(data: bytes) -> bytes:
+    import lz4.frame
+
+    return lz4.frame.decompress(data)
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """The decompressed records section of a batch; CorruptRecordException if it does not decode."""
-    raw = bytes(data)
-    try:
-        if codec == CompressionType.NONE:
-            return raw
-        if codec == CompressionType.GZIP:
-            return gzip.decompress(raw)
-        if codec == CompressionType.SNAPPY:
-            return _snappy_decompress(raw)
-        if codec == CompressionType.LZ4:
-            return bytes(_module("lz4.frame").decompress(raw))
-        if codec == CompressionType.ZSTD:
-            return _zstd_decompress(raw)
-    except InvalidRecordException:
-        raise
-    except Exception as e:  # each library has its own error types; all mean "corrupt"
-        raise CorruptRecordException(f"Failed to decompress {CompressionType(codec).name} records: {e}") from e
-    raise InvalidRecordException(f"Unknown compression type id {codec}")
+def _zstd(data: bytes) -> bytes:
+    import cramjam
+
+    return bytes(cramjam.zstd.compress(data, level=3))
 
 
-def compress(codec: int, data: bytes | memoryview) -> bytes:
-    raw = bytes(data)
+def _unzstd(data: bytes) -> bytes:
+    import cramjam
+
+    return bytes(cramjam.zstd.decompress(data))
+
+
+_COMPRESS: dict[int, Callable[[bytes], bytes]] = {1: _gzip, 2: _snappy, 3: _lz4, 4: _zstd}
+_DECOMPRESS: dict[int, Callable[[bytes], bytes]] = {1: _gunzip, 2: _unsnappy, 3: _unlz4, 4: _unzstd}
+
+
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec == CompressionType.NONE:
-        return raw
-    if codec == CompressionType.GZIP:
-        return gzip.compress(raw)
-    if codec == CompressionType.SNAPPY:
-        return _snappy_compress(raw)
-    if codec == CompressionType.LZ4:
-        return bytes(_module("lz4.frame").compress(raw))
-    if codec == CompressionType.ZSTD:
-        return bytes(_module("zstandard").ZstdCompressor().compress(raw))
-    raise InvalidRecordException(f"Unknown compression type id {codec}")
+        return bytes(data)
+    return _COMPRESS[codec](bytes(data))
+
+
+def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
+    fn = _DECOMPRESS.get(codec)
+    if fn is None:
+        raise InvalidRecordException(f"Unknown compression type id {codec}")
+    try:
+        return fn(bytes(data))
+    except Exception as e:  # each codec library raises its own error types
+        raise CorruptRecordException(f"cannot decompress a {CompressionType(codec).name} batch: {e}") from e
 
 
 def compress_batch(batch: bytes | bytearray | memoryview, codec: int) -> bytearray:

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from kafkapy.protocol.compression import decompress
 from kafkapy.protocol.record_batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -29,25 +30,11 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
-def _decompress(codec: int, data: bytes) -> bytes:
-    from kafka import codec as kc  # the clients' codecs; imported only when a batch needs one
-
-    if codec == CompressionType.GZIP:
-        return bytes(kc.gzip_decode(data))
-    if codec == CompressionType.SNAPPY:
-        return bytes(kc.snappy_decode(data))
-    if codec == CompressionType.LZ4:
-        return bytes(kc.lz4_decode(data))
-    if codec == CompressionType.ZSTD:
-        return bytes(kc.zstd_decode(data))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
 def batch_records(buf: memoryview, position: int, header: BatchHeader) -> list[Any]:
     """The records of one batch, decompressing it into an equivalent uncompressed batch first."""
     if header.compression == CompressionType.NONE:
         return decode_records(buf, position)
-    body = _decompress(header.compression, bytes(buf[position + HEADER_SIZE : position + header.size]))
+    body = decompress(header.compression, buf[position + HEADER_SIZE : position + header.size])
     plain = bytearray(buf[position : position + HEADER_SIZE]) + body
     _I32.pack_into(plain, LENGTH_OFFSET, len(plain) - LOG_OVERHEAD)
     _I16.pack_into(plain, ATTRIBUTES_OFFSET, header.attributes & ~0x07)

@@ -7,8 +7,8 @@ import os
 import kafka.codec as kp
 import pytest
 
-from kafkapy.client.compression import codec_for, compress, decompress
 from kafkapy.client.records import decode_record_set
+from kafkapy.protocol.compression import codec_for, compress, decompress
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import build_batch
 
