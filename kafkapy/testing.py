@@ -121,8 +121,9 @@ class BrokerHandle:
         self.start()
 
     def server_log(self) -> str:
-        path = self.logs / "server.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        """The broker's server.log, including the hourly rolled-over parts (server.log.<hour>)."""
+        parts = sorted(self.logs.glob("server.log.*")) + [self.logs / "server.log"]
+        return "".join(p.read_text(errors="replace") for p in parts if p.exists())
 
 
 class KafkapyCluster:

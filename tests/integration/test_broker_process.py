@@ -25,6 +25,12 @@ def _zk(cluster: KafkapyCluster) -> KazooClient:
     return zk
 
 
+def _server_log(logs: Path) -> str:
+    """server.log with its hourly rolled-over parts, as log4j's layout keeps them."""
+    parts = sorted(logs.glob("server.log.*")) + [logs / "server.log"]
+    return "".join(p.read_text(errors="replace") for p in parts if p.exists())
+
+
 def _wait(predicate, timeout: float = 30.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -178,11 +184,11 @@ def test_the_broker_starts_an_embedded_zookeeper_when_none_answers(tmp_path: Pat
     )
     try:
         _wait(
-            lambda: (logs / "server.log").exists() and "started" in (logs / "server.log").read_text(),
+            lambda: "started" in _server_log(logs),
             60,
             "start",
         )
-        text = (logs / "server.log").read_text()
+        text = _server_log(logs)
         assert "starting an embedded Apache ZooKeeper" in text
         assert (tmp_path / "zookeeper-data").is_dir()
         zk = KazooClient(hosts=f"127.0.0.1:{zk_port}", timeout=10)
@@ -194,7 +200,7 @@ def test_the_broker_starts_an_embedded_zookeeper_when_none_answers(tmp_path: Pat
         proc.terminate()
         code = proc.wait(60)
     assert code == 0
-    assert "Stopping the embedded ZooKeeper" in (logs / "server.log").read_text()
+    assert "Stopping the embedded ZooKeeper" in _server_log(logs)
 
 
 def test_kafkapy_server_stop_stops_a_daemon_broker(tmp_path: Path, kafkapy_cluster: KafkapyCluster) -> None:
