@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from kafkapy.protocol.errors import KafkaError, error_name
-from kafkapy.tools.consumer_groups_cmd import reset
+from kafkapy.tools.consumer_groups_cmd import reset, zk_mode
 from kafkapy.tools.consumer_groups_cmd.describe import Printer, describe, list_groups, print_error
 from kafkapy.tools.consumer_groups_cmd.group_admin import GroupAdmin
 from kafkapy.tools.consumer_groups_cmd.reset import UsageError
@@ -40,7 +40,8 @@ SCENARIOS = (
 )
 _VALUED = {
     "bootstrap-server": "REQUIRED: The server(s) to connect to.",
-    "zookeeper": "The ZooKeeper connect string of groups of the old consumer (not available yet).",
+    "zookeeper": "REQUIRED for groups of the old ZooKeeper-based consumer: the ZooKeeper connection string "
+    "(host:port[/chroot]). Supports --list, --describe and --delete.",
     "timeout": "Milliseconds to wait for a group to answer (default 5000).",
     "command-config": "Property file containing configs to be passed to Admin Client and Consumer.",
     "to-offset": "Reset offsets to a specific offset.",
@@ -80,9 +81,10 @@ def check_args(has: set[str], o: dict[str, Any]) -> None:
             "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets"
         )
     if "zookeeper" in has:
-        raise UsageError(
-            "--zookeeper (groups of the old ZooKeeper-based consumer) is not supported yet; use --bootstrap-server"
-        )
+        problem = zk_mode.check_zk_args(has)
+        if problem:
+            raise UsageError(problem)
+        return
     if "bootstrap-server" not in has:
         raise UsageError('Missing required argument "[bootstrap-server]"')
     scope = "--group, --all-groups"
@@ -253,6 +255,14 @@ def execute(params: dict[str, Any], given: set[str], out: Printer, err: Printer)
     except UsageError as e:
         err(str(e))
         return 1
+    if "zookeeper" in given:
+        try:
+            return zk_mode.run_zk(params["zookeeper"], given, params, out)
+        except Exception as e:
+            print_error(
+                out, f"Executing consumer group command failed due to {getattr(e, 'message', None) or e}"
+            )
+            return 1
     timeout = int(params["timeout"] or 5000)
     admin = GroupAdmin(params["bootstrap_server"], timeout)
     try:
