@@ -147,5 +147,7 @@ class KafkaBatchReader(DataSourceReader):
         return split_ranges(ranges, self.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaInputPartition)
+        if not isinstance(partition, KafkaInputPartition):
+            # PySpark plans one placeholder partition when there is nothing to read.
+            return iter(())
         return read_range(self.config, partition)

@@ -88,6 +88,7 @@ def test_subscribe_pattern_and_option_errors(spark, bootstrap, topic):
     produce(bootstrap, topic + "-b", [(0, None, b"b", BASE_TS)])
     df = _read(spark, bootstrap, subscribePattern=topic.replace("-", "[-]") + "-[ab]")
     assert sorted(r.value for r in df.collect()) == [b"a", b"b"]
+    assert _read(spark, bootstrap, subscribePattern=topic + "-nothing-.*").count() == 0
     with pytest.raises(Exception, match="Only one of the following options"):
         _read(spark, bootstrap, subscribe=topic, assign=json.dumps({topic: [0]})).collect()
     with pytest.raises(Exception, match="starting offset can't be latest for batch queries"):
