@@ -96,10 +96,14 @@ class SimpleConsumer:
     # -- metadata and assignment ----------------------------------------------------------------
 
     def topics(self) -> list[str]:
+        """Every topic in the cluster, from a metadata response asked for now."""
         self.client.set_all_topics(True)
         self.client.await_metadata([], self.timeout)
-        deadline = time.monotonic() + self.timeout
+        # The metadata we already hold may predate the all-topics switch: ask for a fresh one
+        # and wait for it, rather than for an update that may never be due.
         start = self.client.cluster.updated_at
+        self.client.request_metadata_update()
+        deadline = time.monotonic() + self.timeout
         while self.client.cluster.updated_at == start and time.monotonic() < deadline:
             self.client.poll(0.1)
         return sorted(self.client.cluster.topics)
