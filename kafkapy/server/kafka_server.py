@@ -124,7 +124,9 @@ class KafkaServer:
 
         self.metadata_cache = MetadataCache(self.broker_id)
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self._log_config_for)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client
+        )
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
@@ -153,6 +155,7 @@ class KafkaServer:
         await self.socket_server.startup()
         self.log_tasks = LogTasks(self.config, self.log_manager, self.replica_manager)
         self.log_tasks.start()
+        self.replica_manager.startup()  # isr-expiration and isr-change-propagation
 
         self.dynamic_config_manager = DynamicConfigManager(zk, self._apply_topic_config)
         await loop.run_in_executor(None, self.dynamic_config_manager.startup)
@@ -216,7 +219,7 @@ class KafkaServer:
         if self.log_tasks is not None:
             self.log_tasks.stop()
         if self.replica_manager is not None:
-            self.replica_manager.shutdown()
+            await self.replica_manager.shutdown()  # stops the replica fetchers before the logs close
         if self.controller is not None:
             await loop.run_in_executor(None, self.controller.shutdown)
         if self.log_manager is not None:

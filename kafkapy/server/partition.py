@@ -1,9 +1,18 @@
 """Partition: one topic partition's replica on this broker, leader or follower.
 
-The leader tracks the ISR and the high watermark (the smallest log end offset among the ISR).
-Followers' fetch positions arrive through `update_follower_fetch_state` (the replica fetchers of
-the replication work slot in there); with the leader alone in the ISR, the high watermark
-follows the log end offset on every append.
+The leader tracks every follower's fetch position and decides, as Kafka 2.8's Partition does:
+- the high watermark: the smallest log end offset among the "maximal" ISR (the ISR plus a
+  change still being written to ZooKeeper) and the followers caught up within
+  replica.lag.time.max.ms, never moving backwards;
+- ISR expansion: a follower outside the ISR whose log end offset reached both the high
+  watermark and the offset where this leader's epoch began;
+- ISR shrinking: a follower in the ISR whose log end offset differs from the leader's and who
+  was last caught up more than replica.lag.time.max.ms ago.
+The decisions are pure (times come in as arguments); writing an ISR change to ZooKeeper is the
+IsrManager's job, and while one is in flight (`pending_isr`) no other change is proposed.
+
+Everything here runs on the event loop; followers' appends happen in the fetcher threads and
+touch only the Log, which has its own lock.
 """
 
 from __future__ import annotations
@@ -20,14 +29,44 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.server.log.topic_partition import TopicPartition
 
-state_change_log = logging.getLogger("state.change.logger")
+log = logging.getLogger("kafkapy.cluster.Partition")
+
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+UNKNOWN_OFFSET = -1
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)
 class RemoteReplica:
+    """The leader's view of one follower, updated by that follower's fetches."""
+
     broker_id: int
-    log_end_offset: int = -1
+    log_end_offset: int = UNKNOWN_OFFSET
     last_caught_up_ms: int = 0
+    last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+    last_fetch_ms: int = 0
+
+    def update_fetch_state(self, fetch_offset: int, fetch_ms: int, leader_end_offset: int) -> None:
+        # A follower that reached the leader's end offset as of this fetch, or the end offset the
+        # leader had at its previous fetch, was caught up then: frequent small produces must not
+        # keep a follower that always trails by one request out of the ISR.
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, fetch_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_ms = fetch_ms
+
+    def reset(self, leader_end_offset: int, at_ms: int, caught_up_ms: int) -> None:
+        """A new leader epoch: the follower's position is unknown until it fetches again."""
+        self.log_end_offset = UNKNOWN_OFFSET
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_ms = at_ms
+        self.last_caught_up_ms = caught_up_ms
 
 
 @dataclass(slots=True)
@@ -35,36 +74,60 @@ class Partition:
     tp: TopicPartition
     local_broker_id: int
     log: Any  # kafkapy.server.log.log.Log
+    replica_lag_time_max_ms: int = 30000
     topic_id: uuid.UUID = field(default_factory=lambda: uuid.UUID(int=0))
     leader_id: int = -1
     leader_epoch: int = -1
-    partition_epoch: int = -1
+    partition_epoch: int = -1  # the zk version of the partition's state znode
     controller_epoch: int = -1
     assignment: tuple[int, ...] = ()
     isr: frozenset[int] = frozenset()
+    pending_isr: frozenset[int] | None = None  # an ISR change being written to ZooKeeper
+    leader_epoch_start_offset: int = UNKNOWN_OFFSET
     remote_replicas: dict[int, RemoteReplica] = field(default_factory=dict)
 
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
 
-    def make_leader(self, state: Any, controller_epoch: int, topic_id: uuid.UUID) -> bool:
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The ISR the high watermark must respect: while a change is in flight, both the old
+        and the new members (a shrink is not final yet, an expansion must already count)."""
+        return self.isr if self.pending_isr is None else self.isr | self.pending_isr
+
+    # -- LeaderAndIsr ---------------------------------------------------------------------------
+
+    def make_leader(
+        self, state: Any, controller_epoch: int, topic_id: uuid.UUID, at_ms: int | None = None
+    ) -> bool:
         """Apply a LeaderAndIsr partition state naming this broker leader; True if it is new."""
+        at_ms = now_ms() if at_ms is None else at_ms
         was_leader = self.is_leader
+        new_epoch = state.leader_epoch > self.leader_epoch or not was_leader
         self._apply_state(state, controller_epoch, topic_id)
-        now = int(time.time() * 1000)
-        self.remote_replicas = {
-            r: self.remote_replicas.get(r, RemoteReplica(r, -1, now))
-            for r in self.assignment
-            if r != self.local_broker_id
-        }
-        self.maybe_increment_high_watermark()
+        leo = self.log.log_end_offset
+        if new_epoch:
+            self.leader_epoch_start_offset = leo
+        old = self.remote_replicas
+        self.remote_replicas = {}
+        for r in self.assignment:
+            if r == self.local_broker_id:
+                continue
+            replica = old.get(r) or RemoteReplica(r)
+            if new_epoch:
+                # Followers in the ISR get a full lag period to fetch from the new leader.
+                replica.reset(leo, at_ms, at_ms if r in self.isr else 0)
+            self.remote_replicas[r] = replica
+        self.maybe_increment_high_watermark(at_ms)
         return not was_leader
 
     def make_follower(self, state: Any, controller_epoch: int, topic_id: uuid.UUID) -> bool:
-        changed = self.leader_id != state.leader
+        """True if the leader or its epoch changed (the fetcher must start over)."""
+        changed = self.leader_id != state.leader or state.leader_epoch != self.leader_epoch
         self._apply_state(state, controller_epoch, topic_id)
         self.remote_replicas = {}
+        self.leader_epoch_start_offset = UNKNOWN_OFFSET
         return changed
 
     def _apply_state(self, state: Any, controller_epoch: int, topic_id: uuid.UUID) -> None:
@@ -74,6 +137,7 @@ class Partition:
         self.controller_epoch = controller_epoch
         self.assignment = tuple(state.replicas)
         self.isr = frozenset(state.isr)
+        self.pending_isr = None  # the controller's state supersedes whatever we were writing
         if topic_id.int:
             self.topic_id = topic_id
 
@@ -94,25 +158,62 @@ class Partition:
         self.maybe_increment_high_watermark()
         return info
 
-    def maybe_increment_high_watermark(self) -> bool:
-        leo = self.log.log_end_offset
-        for r in self.isr:
-            if r != self.local_broker_id:
-                remote = self.remote_replicas.get(r)
-                leo = min(leo, remote.log_end_offset if remote else -1)
-        if leo > self.log.high_watermark:
-            self.log.high_watermark = leo
+    def maybe_increment_high_watermark(self, at_ms: int | None = None) -> bool:
+        """Move the high watermark up to what every replica that counts has; True if it moved."""
+        if not self.is_leader:
+            return False
+        at_ms = now_ms() if at_ms is None else at_ms
+        new_hw = self.log.log_end_offset
+        maximal = self.maximal_isr
+        for r in self.remote_replicas.values():
+            counts = r.broker_id in maximal or at_ms - r.last_caught_up_ms <= self.replica_lag_time_max_ms
+            if counts and r.log_end_offset < new_hw:
+                new_hw = r.log_end_offset
+        if new_hw > self.log.high_watermark:
+            self.log.high_watermark = new_hw
             return True
         return False
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, at_ms: int | None = None
+    ) -> tuple[bool, frozenset[int] | None]:
+        """Record a follower's fetch: (high watermark moved, ISR to propose or None)."""
+        remote = self.remote_replicas.get(replica_id)
+        if remote is None or not self.is_leader:
+            return False, None
+        at_ms = now_ms() if at_ms is None else at_ms
+        remote.update_fetch_state(fetch_offset, at_ms, self.log.log_end_offset)
+        expanded = self.isr_to_expand(replica_id)
+        return self.maybe_increment_high_watermark(at_ms), expanded
+
+    def isr_to_expand(self, replica_id: int) -> frozenset[int] | None:
+        """The ISR with `replica_id` added, if it has caught up and may join now."""
+        if self.pending_isr is not None or replica_id in self.isr or replica_id not in self.assignment:
+            return None
         remote = self.remote_replicas.get(replica_id)
         if remote is None:
-            return False
-        remote.log_end_offset = fetch_offset
-        if fetch_offset >= self.log.log_end_offset:
-            remote.last_caught_up_ms = int(time.time() * 1000)
-        return self.maybe_increment_high_watermark()
+            return None
+        leo = remote.log_end_offset
+        # Reaching the start of this leader's epoch means the follower truncated and refetched
+        # whatever it had from an earlier leader; only then is its log a prefix of ours.
+        if leo >= self.log.high_watermark and leo >= self.leader_epoch_start_offset >= 0:
+            return self.isr | {replica_id}
+        return None
+
+    def out_of_sync_replicas(self, at_ms: int) -> frozenset[int]:
+        """Followers in the ISR that have not caught up within replica.lag.time.max.ms."""
+        if self.pending_isr is not None or not self.is_leader:
+            return frozenset()
+        leader_end = self.log.log_end_offset
+        out = set()
+        for r in self.isr - {self.local_broker_id}:
+            remote = self.remote_replicas.get(r)
+            if remote is None or (
+                remote.log_end_offset != leader_end
+                and at_ms - remote.last_caught_up_ms > self.replica_lag_time_max_ms
+            ):
+                out.add(r)
+        return frozenset(out)
 
     def check_enough_replicas_reached(self, required_offset: int) -> tuple[bool, int]:
         """For acks=all: (done, error code). Done once the high watermark passes the offset."""
@@ -120,6 +221,13 @@ class Partition:
             return True, NotLeaderOrFollowerException.code
         if self.log.high_watermark >= required_offset:
             if len(self.isr) < self.log.config.min_insync_replicas:
-                return True, 20  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                return True, NOT_ENOUGH_REPLICAS_AFTER_APPEND
             return True, 0
         return False, 0
+
+    def describe_replicas(self, ids: frozenset[int]) -> str:
+        return " ".join(
+            f"(brokerId: {r}, endOffset: {self.remote_replicas[r].log_end_offset})"
+            for r in sorted(ids)
+            if r in self.remote_replicas
+        )

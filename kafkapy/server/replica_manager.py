@@ -1,7 +1,14 @@
 """ReplicaManager: the partitions this broker hosts, and the produce and fetch paths into them.
 
 State changes come only from the controller (LeaderAndIsr, StopReplica). Appends and reads run
-on the event loop; the log's own lock covers the background flush and retention threads.
+on the event loop; the log's own lock covers the background flush and retention threads and the
+replica fetcher threads, which append a follower's data straight to its Log.
+
+Replication, as in Kafka's ZooKeeper mode: a follower partition is handed to the
+ReplicaFetcherManager (threads fetching from the leader); a leader learns its followers'
+positions from their fetches (`read_from_local_log` with a replica id), moves its high
+watermark, completes the produce and fetch requests waiting for it, and asks the IsrManager to
+write ISR expansions and shrinks to ZooKeeper.
 """
 
 from __future__ import annotations
@@ -22,9 +29,12 @@ from kafkapy.protocol.errors import (
     error_code,
 )
 from kafkapy.protocol.file_region import FileRegion
+from kafkapy.server.isr_manager import IsrManager
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.partition import Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
+from kafkapy.server.replica_fetcher_thread import BrokerEndPoint, FetcherConfig, InitialFetchState
 
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
@@ -59,6 +69,8 @@ class ReplicaManager:
         broker_id: int,
         log_manager: Any,
         log_config_for: Callable[[str], Any],
+        config: Any = None,
+        zk: Callable[[], Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -67,6 +79,19 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
+        self.replica_lag_time_max_ms = int(config.replica_lag_time_max_ms) if config is not None else 30000
+        self.fetcher_manager = ReplicaFetcherManager(
+            broker_id,
+            FetcherConfig.from_config(config) if config is not None else FetcherConfig(),
+            int(config.num_replica_fetchers) if config is not None else 1,
+        )
+        self.isr_manager = IsrManager(
+            broker_id,
+            zk or (lambda: None),
+            self._leader_partitions,
+            self._on_isr_updated,
+            self.replica_lag_time_max_ms,
+        )
 
     # -- controller requests --------------------------------------------------------------------
 
@@ -83,6 +108,10 @@ class ReplicaManager:
             )
             return {"error_code": STALE_CONTROLLER_EPOCH, "topics": []}
         self.controller_epoch = request.controller_epoch
+        leaders = {
+            ll.broker_id: BrokerEndPoint(ll.broker_id, ll.host_name, ll.port) for ll in request.live_leaders
+        }
+        new_fetches: dict[TopicPartition, InitialFetchState] = {}
         topics_out = []
         for ts in request.topic_states:
             topic_id = _as_uuid(ts.topic_id)
@@ -91,7 +120,7 @@ class ReplicaManager:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
                 try:
                     code = self._apply_partition_state(
-                        tp, ps, request, topic_id, topic_configs[ts.topic_name]
+                        tp, ps, request, topic_id, topic_configs[ts.topic_name], leaders, new_fetches
                     )
                 except KafkaError as e:
                     code = e.code
@@ -102,10 +131,20 @@ class ReplicaManager:
                     code = KafkaStorageException.code
                 errors.append({"partition_index": ps.partition_index, "error_code": code})
             topics_out.append({"topic_id": topic_id, "partition_errors": errors})
+        if new_fetches:
+            self.fetcher_manager.add_fetcher_for_partitions(new_fetches)
+        self.fetcher_manager.shutdown_idle_fetcher_threads()
         return {"error_code": 0, "topics": topics_out}
 
     def _apply_partition_state(
-        self, tp: TopicPartition, ps: Any, request: Any, topic_id: uuid.UUID, config: Any
+        self,
+        tp: TopicPartition,
+        ps: Any,
+        request: Any,
+        topic_id: uuid.UUID,
+        config: Any,
+        leaders: dict[int, BrokerEndPoint],
+        new_fetches: dict[TopicPartition, InitialFetchState],
     ) -> int:
         partition = self.partitions.get(tp)
         if partition is not None and ps.leader_epoch < partition.leader_epoch:
@@ -121,14 +160,34 @@ class ReplicaManager:
             return UnknownTopicOrPartitionException.code
         if partition is None:
             the_log = self.log_manager.get_or_create_log(tp, config)
-            partition = Partition(tp, self.broker_id, the_log)
+            partition = Partition(tp, self.broker_id, the_log, self.replica_lag_time_max_ms)
             self.partitions[tp] = partition
         if ps.leader == self.broker_id:
+            # Stop fetching first: nothing from the old leader may land after we lead.
+            self.fetcher_manager.remove_fetcher_for_partitions([tp])
             partition.make_leader(ps, request.controller_epoch, topic_id)
             role = "leader"
         else:
+            restart = partition.is_leader or (partition.leader_id, partition.leader_epoch) != (
+                ps.leader,
+                ps.leader_epoch,
+            )
+            if restart:
+                self.fetcher_manager.remove_fetcher_for_partitions([tp])
             partition.make_follower(ps, request.controller_epoch, topic_id)
+            # Requests waiting for this partition as leader answer now (NOT_LEADER_OR_FOLLOWER).
+            self._complete_delayed(tp)
             role = "follower"
+            leader = leaders.get(ps.leader)
+            if restart and leader is not None:
+                new_fetches[tp] = InitialFetchState(leader, ps.leader_epoch, partition.log)
+            elif restart:
+                state_change_log.info(
+                    "[Broker id=%d] Leader %d of %s is not alive: no fetcher until it is",
+                    self.broker_id,
+                    ps.leader,
+                    tp,
+                )
         state_change_log.info(
             "[Broker id=%d] %s %s with leader epoch %d, isr %s, replicas %s (controller %d epoch %d)",
             self.broker_id,
@@ -147,6 +206,12 @@ class ReplicaManager:
             return {"error_code": STALE_CONTROLLER_EPOCH, "partition_errors": []}
         self.controller_epoch = request.controller_epoch
         out = []
+        # Fetchers go first: once this returns, no fetcher writes to these logs any more.
+        self.fetcher_manager.remove_fetcher_for_partitions(
+            TopicPartition(ts.topic_name, ps.partition_index)
+            for ts in request.topic_states
+            for ps in ts.partition_states
+        )
         for ts in request.topic_states:
             for ps in ts.partition_states:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
@@ -159,8 +224,9 @@ class ReplicaManager:
                 state_change_log.info(
                     "[Broker id=%d] Stopped replica %s (delete=%s)", self.broker_id, tp, ps.delete_partition
                 )
-                self.fetch_purgatory.check_and_complete(tp)
+                self._complete_delayed(tp)
                 out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0})
+        self.fetcher_manager.shutdown_idle_fetcher_threads()
         return {"error_code": 0, "partition_errors": out}
 
     def leader_partition(self, tp: TopicPartition) -> Partition:
@@ -229,11 +295,14 @@ class ReplicaManager:
         isolation_level: int,
         fetch_max_bytes: int,
         partitions: list[tuple[TopicPartition, int, int]],
+        update_follower_state: bool = True,
     ) -> dict[TopicPartition, FetchResult]:
         """Read (tp, fetch_offset, partition_max_bytes) ranges as file regions, Kafka's limits applied.
 
         The first partition with data may exceed the limits by one batch, so a consumer always makes
-        progress past a batch larger than its max.partition.fetch.bytes.
+        progress past a batch larger than its max.partition.fetch.bytes. A follower's fetch offsets
+        count as its position when the request arrives, not again when a delayed fetch completes
+        (as in Kafka): by then a LeaderAndIsr may have removed it from the ISR on purpose.
         """
         results: dict[TopicPartition, FetchResult] = {}
         remaining = fetch_max_bytes
@@ -248,12 +317,12 @@ class ReplicaManager:
                 res.high_watermark = hw
                 res.last_stable_offset = hw
                 res.log_start_offset = the_log.log_start_offset
-                if replica_id >= 0:
-                    partition.update_follower_fetch_state(replica_id, offset)
-                    max_offset = None
-                else:
-                    max_offset = hw
+                max_offset = None if replica_id >= 0 else hw
                 info = the_log.read(offset, min(part_max, max(remaining, 0)), max_offset, min_one)
+                if replica_id >= 0 and update_follower_state:
+                    # Only a fetch the log could serve says where the follower is (an
+                    # out-of-range offset must not count as caught up).
+                    self._update_follower(partition, replica_id, offset)
                 res.records = list(info.records)
                 res.size = sum(r.length for r in res.records)
                 if res.size:
@@ -283,9 +352,38 @@ class ReplicaManager:
             return -1
         return sum(r.length for r in info.records)
 
+    # -- replication ----------------------------------------------------------------------------
+
+    def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
+        hw_moved, expanded_isr = partition.update_follower_fetch_state(replica_id, fetch_offset)
+        if expanded_isr is not None:
+            self.isr_manager.maybe_expand_isr(partition, expanded_isr)
+        if hw_moved:
+            self._complete_delayed(partition.tp)
+
+    def _on_isr_updated(self, partition: Partition) -> None:
+        if self.partitions.get(partition.tp) is partition and partition.maybe_increment_high_watermark():
+            self._complete_delayed(partition.tp)
+
+    def _complete_delayed(self, tp: TopicPartition) -> None:
+        """The high watermark moved or leadership changed: acks=all produces and consumer
+        fetches waiting on `tp` may be done."""
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
+    def _leader_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def shutdown(self) -> None:
+    def startup(self) -> None:
+        """Start the isr-expiration and isr-change-propagation tasks (on the event loop)."""
+        self.isr_manager.start()
+
+    async def shutdown(self) -> None:
+        loop = asyncio.get_running_loop()
+        await self.isr_manager.stop()
+        await loop.run_in_executor(None, self.fetcher_manager.shutdown)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
 

@@ -110,19 +110,27 @@ async def _delayed(
 
     await rm.fetch_purgatory.try_complete_else_watch(DelayedOperation(can_complete), keys, body.max_wait_ms)
     # The request buffer may have been reused while we waited; `wanted` holds plain values.
-    results = _read(apis, wanted, replica_id, isolation, max_bytes)
+    # A follower's position was recorded when the request arrived; reading again is not a fetch.
+    results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
     return _encode(request, version, wanted, 0, results)
 
 
 def _read(
-    apis: KafkaApis, wanted: list[_Wanted], replica_id: int, isolation: int, max_bytes: int
+    apis: KafkaApis,
+    wanted: list[_Wanted],
+    replica_id: int,
+    isolation: int,
+    max_bytes: int,
+    update_follower_state: bool = True,
 ) -> dict[TopicPartition, FetchResult]:
     ranges = [
         (TopicPartition(w.topic, w.partition), w.offset, w.max_bytes)
         for w in wanted
         if not w.error_code and w.topic is not None
     ]
-    return apis.replica_manager.read_from_local_log(replica_id, isolation, max_bytes, ranges)
+    return apis.replica_manager.read_from_local_log(
+        replica_id, isolation, max_bytes, ranges, update_follower_state
+    )
 
 
 def _encode(

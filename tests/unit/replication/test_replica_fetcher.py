@@ -1,0 +1,319 @@
+"""The follower side: fetcher threads against a scripted leader, over real Logs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from replication_helpers import TP, batch
+
+from kafkapy.client.connection import ConnectionClosedError
+from kafkapy.protocol.errors import NotLeaderOrFollowerException, OffsetOutOfRangeException
+from kafkapy.server.log.log import Log
+from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager, fetcher_id, java_string_hash
+from kafkapy.server.replica_fetcher_thread import (
+    BrokerEndPoint,
+    FetcherConfig,
+    InitialFetchState,
+    ReplicaFetcherThread,
+    follower_high_watermark,
+    follower_records,
+    out_of_range_action,
+)
+
+LEADER = BrokerEndPoint(0, "127.0.0.1", 9092)
+CONFIG = FetcherConfig(
+    max_wait_ms=500, min_bytes=1, response_max_bytes=4096, partition_max_bytes=1024, backoff_ms=50
+)
+
+
+class FakeConnection:
+    """A leader that answers each Fetch with what `respond(request)` returns (or raises)."""
+
+    def __init__(self, host: str, port: int, client_id: str = "", timeout: float = 30.0) -> None:
+        self.client_id = client_id
+        self.connected = False
+        self.requests: list[dict[str, Any]] = []
+        self.respond: Any = lambda request: response()
+        self.closed = 0
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        self.connected = True
+        return {1: (4, 16)}
+
+    def pick_version(self, api_key: int, ours: tuple[int, int]) -> int:
+        return min(ours[1], 16)
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        assert api_key == 1 and version == 12
+        self.requests.append(body)
+        return self.respond(body)
+
+    def close(self) -> None:
+        self.connected = False
+        self.closed += 1
+
+
+def response(*parts: Any, error_code: int = 0) -> Any:
+    return SimpleNamespace(
+        error_code=error_code, responses=[SimpleNamespace(topic=TP.topic, partitions=list(parts))]
+    )
+
+
+def part(records: Any = None, error_code: int = 0, hw: int = -1, log_start: int = 0, index: int = 0) -> Any:
+    return SimpleNamespace(
+        partition_index=index,
+        error_code=error_code,
+        high_watermark=hw,
+        log_start_offset=log_start,
+        records=records,
+    )
+
+
+@pytest.fixture
+def follower_log(tmp_path: Path) -> Log:
+    the_log = Log(str(tmp_path / "t-0"), LogConfig())
+    yield the_log
+    the_log.close()
+
+
+def fetcher_for(the_log: Log, epoch: int = 3) -> tuple[ReplicaFetcherThread, FakeConnection]:
+    thread = ReplicaFetcherThread(1, 0, LEADER, CONFIG, connect=FakeConnection)
+    thread.add_partitions({TP: InitialFetchState(LEADER, epoch, the_log)})
+    return thread, thread._conn
+
+
+def only_partition(request: dict[str, Any]) -> dict[str, Any]:
+    return request["topics"][0]["partitions"][0]
+
+
+# -- pure pieces ------------------------------------------------------------------------------
+
+
+def test_follower_records_drops_a_trailing_partial_batch() -> None:
+    data = bytes(batch(2, base_offset=5)) + bytes(batch(1, base_offset=7))
+    cut = data[: len(data) - 3]
+    view = follower_records(cut, 5)
+    assert view is not None and bytes(view) == bytes(batch(2, base_offset=5))
+
+
+def test_follower_records_skips_batches_before_the_fetch_offset() -> None:
+    first, second = bytes(batch(2, base_offset=5)), bytes(batch(1, base_offset=7))
+    view = follower_records(first + second, 7)
+    assert view is not None and bytes(view) == second
+    assert follower_records(first, 7) is None
+    assert follower_records(b"", 0) is None and follower_records(None, 0) is None
+
+
+def test_out_of_range_below_leader_start_starts_over_at_it() -> None:
+    assert out_of_range_action(3, 10, 50) == ("truncate_fully", 10)
+
+
+def test_out_of_range_above_leader_truncates_to_leader_high_watermark() -> None:
+    assert out_of_range_action(60, 10, 50) == ("truncate_to", 50)
+
+
+def test_out_of_range_without_usable_offsets_retries_later() -> None:
+    assert out_of_range_action(20, 10, 50) is None
+    assert out_of_range_action(20, -1, -1) is None
+
+
+def test_follower_high_watermark_is_bounded_by_its_own_log() -> None:
+    assert follower_high_watermark(100, 40) == 40
+    assert follower_high_watermark(30, 40) == 30
+
+
+def test_java_string_hash_matches_java() -> None:
+    assert java_string_hash("") == 0
+    assert java_string_hash("test") == 3556498
+    assert java_string_hash("polygenelubricants") == -2147483648  # Integer.MIN_VALUE
+
+
+def test_fetcher_id_spreads_partitions_like_kafka() -> None:
+    assert fetcher_id(TopicPartition("test", 0), 1) == 0
+    assert fetcher_id(TopicPartition("test", 0), 4) == (31 * 3556498) % 4
+    assert {fetcher_id(TopicPartition("test", p), 3) for p in range(6)} == {0, 1, 2}
+
+
+# -- the thread -------------------------------------------------------------------------------
+
+
+def test_new_follower_truncates_to_its_high_watermark_then_fetches_from_there(follower_log: Log) -> None:
+    for _ in range(3):
+        follower_log.append_as_leader(batch(1))
+    follower_log.high_watermark = 1
+    thread, conn = fetcher_for(follower_log)
+    thread.do_work()
+    assert follower_log.log_end_offset == 1
+    req = conn.requests[0]
+    assert req["replica_id"] == 1 and req["max_wait_ms"] == 500 and req["min_bytes"] == 1
+    assert req["max_bytes"] == 4096 and req["session_id"] == 0 and req["session_epoch"] == -1
+    p = only_partition(req)
+    assert p["fetch_offset"] == 1 and p["partition_max_bytes"] == 1024 and p["current_leader_epoch"] == 3
+
+
+def test_fetched_batches_are_appended_with_the_leaders_offsets(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+    data = bytes(batch(2, base_offset=0)) + bytes(batch(3, base_offset=2))
+    conn.respond = lambda request: response(part(data + data[:10], hw=4, log_start=0))
+    thread.do_work()
+    assert follower_log.log_end_offset == 5
+    assert follower_log.high_watermark == 4
+    conn.respond = lambda request: response(part(None, hw=9))
+    thread.do_work()
+    assert only_partition(conn.requests[-1])["fetch_offset"] == 5
+    assert follower_log.high_watermark == 5  # min(leader HW, our log end offset)
+
+
+def test_offset_below_leader_log_start_starts_the_log_over(follower_log: Log) -> None:
+    follower_log.append_as_leader(batch(2))
+    follower_log.high_watermark = 2
+    thread, conn = fetcher_for(follower_log)
+    conn.respond = lambda request: response(
+        part(error_code=OffsetOutOfRangeException.code, hw=90, log_start=40)
+    )
+    thread.do_work()
+    assert follower_log.log_start_offset == 40 and follower_log.log_end_offset == 40
+    conn.respond = lambda request: response(part(bytes(batch(1, base_offset=40)), hw=41, log_start=40))
+    thread.do_work()
+    assert only_partition(conn.requests[-1])["fetch_offset"] == 40
+    assert follower_log.log_end_offset == 41
+
+
+def test_offset_past_leader_end_truncates_to_leader_high_watermark(follower_log: Log) -> None:
+    for _ in range(5):
+        follower_log.append_as_leader(batch(1))
+    follower_log.high_watermark = 5
+    thread, conn = fetcher_for(follower_log)
+    conn.respond = lambda request: response(
+        part(error_code=OffsetOutOfRangeException.code, hw=3, log_start=0)
+    )
+    thread.do_work()
+    assert follower_log.log_end_offset == 3
+    thread.do_work()
+    assert only_partition(conn.requests[-1])["fetch_offset"] == 3
+
+
+def test_not_leader_backs_off_the_partition(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+    conn.respond = lambda request: response(part(error_code=NotLeaderOrFollowerException.code))
+    thread.do_work()
+    state = thread.fetch_state(TP)
+    assert state is not None and state.delayed_until > 0
+    request, _ = thread._build_request()
+    assert request is None  # nothing to fetch until the backoff passes
+    thread.do_work()  # waits out the backoff (50 ms) instead of fetching
+    assert len(conn.requests) == 1
+    thread.do_work()
+    assert len(conn.requests) == 2
+
+
+def test_connection_error_closes_the_connection_and_backs_off(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+
+    def fail(request: Any) -> Any:
+        raise ConnectionClosedError("leader went away")
+
+    conn.respond = fail
+    thread.do_work()
+    assert conn.closed == 1
+    state = thread.fetch_state(TP)
+    assert state is not None and state.delayed_until > 0
+
+
+def test_response_for_a_partition_removed_meanwhile_is_dropped(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+
+    def remove_then_answer(request: Any) -> Any:
+        thread.remove_partitions([TP])
+        return response(part(bytes(batch(1)), hw=1))
+
+    conn.respond = remove_then_answer
+    thread.do_work()
+    assert follower_log.log_end_offset == 0
+    assert thread.partition_count() == 0
+
+
+def test_thread_replicates_until_shut_down(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+    pending = [bytes(batch(1, base_offset=i)) for i in range(3)]
+
+    def serve(request: Any) -> Any:
+        offset = only_partition(request)["fetch_offset"]
+        return response(part(pending[offset] if offset < len(pending) else None, hw=offset))
+
+    conn.respond = serve
+    thread.start()
+
+    deadline = time.monotonic() + 5
+    while follower_log.log_end_offset < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    thread.shutdown()
+    assert not thread.is_alive()
+    assert follower_log.log_end_offset == 3 and conn.closed >= 1
+
+
+# -- the manager ------------------------------------------------------------------------------
+
+
+class FakeThread:
+    def __init__(
+        self, broker_id: int, fetcher_id: int, leader: BrokerEndPoint, config: FetcherConfig
+    ) -> None:
+        self.fetcher_id, self.leader = fetcher_id, leader
+        self.parts: dict[TopicPartition, Any] = {}
+        self.started = self.stopped = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def is_alive(self) -> bool:
+        return self.started and not self.stopped
+
+    def add_partitions(self, states: dict[TopicPartition, InitialFetchState]) -> None:
+        self.parts.update(states)
+
+    def remove_partitions(self, tps: Any) -> dict[TopicPartition, Any]:
+        return {tp: self.parts.pop(tp) for tp in list(tps) if tp in self.parts}
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self.parts)
+
+    def partition_count(self) -> int:
+        return len(self.parts)
+
+    def fetch_state(self, tp: TopicPartition) -> Any:
+        return self.parts.get(tp)
+
+    def initiate_shutdown(self) -> None:
+        self.stopped = True
+
+    def shutdown(self) -> None:
+        self.stopped = True
+
+
+def test_manager_runs_num_replica_fetchers_per_leader() -> None:
+    m = ReplicaFetcherManager(1, CONFIG, num_fetchers=2, thread_factory=FakeThread)
+    other = BrokerEndPoint(2, "127.0.0.1", 9093)
+    states = {TopicPartition("test", p): InitialFetchState(LEADER, 1, None) for p in range(4)}
+    states[TopicPartition("x", 0)] = InitialFetchState(other, 1, None)
+    m.add_fetcher_for_partitions(states)
+    assert m.fetcher_count() == 3  # two for broker 0, one for broker 2
+    m.remove_fetcher_for_partitions(list(states))
+    m.shutdown_idle_fetcher_threads()
+    assert m.fetcher_count() == 0
+
+
+def test_manager_moves_partitions_when_a_leader_changes_address() -> None:
+    m = ReplicaFetcherManager(1, CONFIG, thread_factory=FakeThread)
+    m.add_fetcher_for_partitions({TopicPartition("a", 0): InitialFetchState(LEADER, 1, None)})
+    moved = BrokerEndPoint(0, "127.0.0.1", 9999)
+    m.add_fetcher_for_partitions({TopicPartition("b", 0): InitialFetchState(moved, 1, None)})
+    state = m.fetch_state(TopicPartition("a", 0))
+    assert state is not None and state.leader == moved
+    assert m.fetcher_count() == 1
