@@ -132,6 +132,7 @@ def test_old_producer_properties_are_accepted(kafkapy_shared_cluster: KafkapyClu
 
 
 @pytest.mark.kafkapy_cluster(brokers=1)
+@pytest.mark.timeout(150)
 def test_full_buffer_blocks_for_max_block_ms_then_fails_clearly(kafkapy_cluster: KafkapyCluster) -> None:
     bootstrap = kafkapy_cluster.bootstrap_servers
     topic = new_topic(bootstrap, partitions=1)
@@ -157,4 +158,4 @@ def test_full_buffer_blocks_for_max_block_ms_then_fails_clearly(kafkapy_cluster:
     finally:
         os.kill(broker.pid, signal.SIGCONT)
     p.flush(60)  # once the broker reads again, everything queued goes out
-    p.close()
+    p.close(30)
