@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import click
 
 from kafkapy.zkserver.launcher import MAIN_CLASS, OWNER_PROPERTY, PROPERTIES_PROPERTY
 
@@ -160,3 +163,30 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def stop_command(
+    find: Callable[[Path | None], list[ProcessInfo]], what: str, none_message: str, help_text: str
+) -> click.Command:
+    """A Kafka-style stop command: signal the processes `find` returns for an optional config."""
+
+    @click.command(context_settings={"help_option_names": ["-h", "--help"]}, help=help_text)
+    @click.option(
+        "--wait", "wait_seconds", type=float, default=0.0, help="Wait up to this many seconds for the exit."
+    )
+    @click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=Path))
+    def command(wait_seconds: float, config: Path | None) -> None:
+        try:
+            sig = signal_from_env()
+        except ValueError as e:
+            click.echo(str(e), err=True)
+            sys.exit(1)
+        pids = signal_processes(find(config), sig)
+        if not pids:
+            click.echo(none_message)
+            sys.exit(1)
+        if wait_seconds > 0 and wait_for_exit(pids, wait_seconds):
+            click.echo(f"{what} still running after {wait_seconds}s", err=True)
+            sys.exit(1)
+
+    return command

@@ -8,34 +8,11 @@ with that file are stopped (a kafkapy addition).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from kafkapy.tools.process_lookup import find_brokers, stop_command
 
-import click
-
-from kafkapy.tools.process_lookup import find_brokers, signal_from_env, signal_processes, wait_for_exit
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--wait", "wait_seconds", type=float, default=0.0, help="Wait up to this many seconds for the exit."
+main = stop_command(
+    find_brokers, "kafkapy server", "No kafka server to stop", "Stop the running kafkapy broker(s)."
 )
-@click.argument("config", required=False, type=click.Path(dir_okay=False, path_type=Path))
-def main(wait_seconds: float, config: Path | None) -> None:
-    """Stop the running kafkapy broker(s)."""
-    try:
-        sig = signal_from_env()
-    except ValueError as e:
-        click.echo(str(e), err=True)
-        sys.exit(1)
-    pids = signal_processes(find_brokers(config), sig)
-    if not pids:
-        click.echo("No kafka server to stop")
-        sys.exit(1)
-    if wait_seconds > 0 and wait_for_exit(pids, wait_seconds):
-        click.echo(f"kafkapy server still running after {wait_seconds}s", err=True)
-        sys.exit(1)
-
 
 if __name__ == "__main__":
     main()

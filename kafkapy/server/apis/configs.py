@@ -9,6 +9,7 @@ Each described value carries its source as Kafka reports it: a topic override
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
@@ -183,8 +184,8 @@ def _alter_topic(apis: KafkaApis, topic: str, new_configs: dict[str, str], valid
         AdminZkClient(apis.zk).change_topic_config(topic, new_configs)
 
 
-@handles(ApiKey.ALTER_CONFIGS)
-async def handle_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) -> dict[str, Any]:
+    """Run `alter(resource)` off the loop for each topic resource; errors per resource, as Kafka."""
     loop = asyncio.get_running_loop()
     responses = []
     for r in body.resources:
@@ -199,12 +200,20 @@ async def handle_alter_configs(apis: KafkaApis, request: Request, body: Any) -> 
                 raise InvalidRequestException(
                     "Only topic configs can be altered (dynamic broker configs are not supported)"
                 )
-            configs = {c.name: c.value for c in r.configs if c.value is not None}
-            await loop.run_in_executor(None, _alter_topic, apis, r.resource_name, configs, body.validate_only)
+            await loop.run_in_executor(None, alter, r)
         except KafkaError as e:
             response["error_code"], response["error_message"] = e.code, e.message
         responses.append(response)
     return {"throttle_time_ms": 0, "responses": responses}
+
+
+@handles(ApiKey.ALTER_CONFIGS)
+async def handle_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    def alter(r: Any) -> None:
+        configs = {c.name: c.value for c in r.configs if c.value is not None}
+        _alter_topic(apis, r.resource_name, configs, body.validate_only)
+
+    return await _alter_each(apis, body, alter)
 
 
 def _incremental(apis: KafkaApis, topic: str, ops: list[Any], validate_only: bool) -> None:
@@ -238,24 +247,6 @@ def _incremental(apis: KafkaApis, topic: str, ops: list[Any], validate_only: boo
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def handle_incremental_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    responses = []
-    for r in body.resources:
-        response = {
-            "error_code": 0,
-            "error_message": None,
-            "resource_type": r.resource_type,
-            "resource_name": r.resource_name,
-        }
-        try:
-            if r.resource_type != TOPIC:
-                raise InvalidRequestException(
-                    "Only topic configs can be altered (dynamic broker configs are not supported)"
-                )
-            await loop.run_in_executor(
-                None, _incremental, apis, r.resource_name, list(r.configs), body.validate_only
-            )
-        except KafkaError as e:
-            response["error_code"], response["error_message"] = e.code, e.message
-        responses.append(response)
-    return {"throttle_time_ms": 0, "responses": responses}
+    return await _alter_each(
+        apis, body, lambda r: _incremental(apis, r.resource_name, list(r.configs), body.validate_only)
+    )

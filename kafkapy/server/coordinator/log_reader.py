@@ -14,31 +14,13 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from kafkapy.protocol.compression import decompress
+from kafkapy.protocol.compression import decode_batch_records
 from kafkapy.protocol.record_batch import (
-    ATTRIBUTES_OFFSET,
-    HEADER_SIZE,
-    LENGTH_OFFSET,
-    LOG_OVERHEAD,
-    BatchHeader,
-    CompressionType,
-    decode_records,
     iter_batches,
 )
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-
-
-def batch_records(buf: memoryview, position: int, header: BatchHeader) -> list[Any]:
-    """The records of one batch, decompressing it into an equivalent uncompressed batch first."""
-    if header.compression == CompressionType.NONE:
-        return decode_records(buf, position)
-    body = decompress(header.compression, buf[position + HEADER_SIZE : position + header.size])
-    plain = bytearray(buf[position : position + HEADER_SIZE]) + body
-    _I32.pack_into(plain, LENGTH_OFFSET, len(plain) - LOG_OVERHEAD)
-    _I16.pack_into(plain, ATTRIBUTES_OFFSET, header.attributes & ~0x07)
-    return decode_records(plain, 0)
 
 
 def read_log_records(
@@ -60,7 +42,7 @@ def read_log_records(
             offset = header.next_offset
             if header.is_control:
                 continue
-            for record in batch_records(view, position, header):
+            for record in decode_batch_records(view, position):
                 yield record.key, record.value
         if not progressed:
             return
