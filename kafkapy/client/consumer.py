@@ -1,15 +1,20 @@
-"""SimpleConsumer: assign partitions, seek, poll records. No group membership.
+"""SimpleConsumer: assign partitions (or subscribe as a group member), seek, poll records.
 
     consumer = SimpleConsumer("127.0.0.1:9092", auto_offset_reset="earliest")
     consumer.assign([TopicPartition("events", p) for p in consumer.partitions_for("events")])
     for record in consumer.poll(timeout_ms=1000): ...
 
+    consumer = SimpleConsumer("127.0.0.1:9092", group_id="g")
+    consumer.subscribe(["events"])  # the group's members share the partitions
+
 What the console consumer, the consumer perf test and (later) the Spark source need: Fetch
 from each partition's leader, one fetch in flight per broker, batches decoded (compressed ones
 included) into `ConsumerRecord`s in offset order per partition. Positions start from a seek,
 a committed group offset (`group_id`, via OffsetFetch), or auto.offset.reset (ListOffsets).
-`commit()` stores positions with OffsetCommit as a "simple" (generation -1) member.
-Single-threaded: every call polls the NetworkClient on the caller's thread.
+`commit()` stores what poll() has returned so far with OffsetCommit: as a "simple"
+(generation -1) member after assign(), as this generation's member after subscribe() (see
+consumer_coordinator.py; its heartbeats run on a thread of their own). Otherwise
+single-threaded: every call polls the NetworkClient on the caller's thread.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kafkapy.client.cluster import TopicPartition
+from kafkapy.client.consumer_coordinator import ConsumerCoordinator, RebalanceListener
 from kafkapy.client.group_offsets import GroupOffsets
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.records import ConsumerRecord, decode_record_set
@@ -58,6 +64,12 @@ class SimpleConsumer:
         check_crcs: bool = True,
         isolation_level: str = "read_uncommitted",
         metadata_max_age_ms: int = 300_000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        max_poll_interval_ms: int = 300_000,
+        enable_auto_commit: bool = True,  # only after subscribe(), as assign() users commit themselves
+        auto_commit_interval_ms: int = 5_000,
+        partition_assignment_strategy: tuple[str, ...] = ("range", "roundrobin"),
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto.offset.reset must be earliest, latest or none, not {auto_offset_reset!r}")
@@ -83,6 +95,14 @@ class SimpleConsumer:
         self._fetching: set[int] = set()  # nodes with a fetch in flight
         self._ready: list[ConsumerRecord] = []
         self._group = GroupOffsets(self.client, group_id, self.timeout) if group_id else None
+        self._coordinator: ConsumerCoordinator | None = None
+        self._bootstrap = bootstrap_servers
+        self._group_config = {
+            "client_id": client_id, "assignors": partition_assignment_strategy,
+            "session_timeout_ms": session_timeout_ms, "heartbeat_interval_ms": heartbeat_interval_ms,
+            "max_poll_interval_ms": max_poll_interval_ms, "enable_auto_commit": enable_auto_commit,
+            "auto_commit_interval_ms": auto_commit_interval_ms, "request_timeout_ms": request_timeout_ms,
+        }  # fmt: skip
         self.high_watermarks: dict[TopicPartition, int] = {}
         # An error found in a fetch callback (which runs inside client.poll) is raised by poll().
         self._error: BaseException | None = None
@@ -122,6 +142,17 @@ class SimpleConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._positions)
+
+    def subscribe(self, topics: Iterable[str] = (), pattern: str | None = None,
+                  listener: RebalanceListener | None = None) -> None:  # fmt: skip
+        """Consume `topics` (or every topic matching `pattern`) as a member of group_id: the
+        partitions come from the group's leader on poll() and change with each rebalance."""
+        if self.group_id is None:
+            raise ValueError("subscribe needs a group_id (use assign() without one)")
+        if self._coordinator is None:
+            self.assign([])
+            self._coordinator = ConsumerCoordinator(self, self._bootstrap, self.group_id, **self._group_config)
+        self._coordinator.subscribe(topics, pattern, listener)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._check_assigned(tp)
@@ -223,21 +254,33 @@ class SimpleConsumer:
             raise ValueError("committed offsets need a group_id")
         return self._group.fetch(list(tps))
 
+    def consumed_offsets(self) -> dict[TopicPartition, int]:
+        """Per partition, the offset after the last record poll() returned: fetched records
+        still buffered here are not consumed yet."""
+        out = {tp: pos for tp, pos in self._positions.items() if pos is not None}
+        for r in reversed(self._ready):  # the earliest buffered record of a partition wins
+            out[TopicPartition(r.topic, r.partition)] = r.offset
+        return out
+
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        """Store `offsets` (default: the current positions) for the group."""
+        """Store `offsets` (default: what poll() has returned so far) for the group."""
         if self._group is None:
             raise ValueError("commit needs a group_id")
-        if offsets is None:
-            offsets = {tp: pos for tp, pos in self._positions.items() if pos is not None}
-        self._group.commit(offsets)
+        offsets = self.consumed_offsets() if offsets is None else offsets
+        if self._coordinator is not None:
+            self._coordinator.commit(offsets)
+        else:
+            self._group.commit(offsets)
 
     # -- fetching ---------------------------------------------------------------------------
 
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records fetched since the last poll, waiting up to `timeout_ms` for some."""
         deadline = time.monotonic() + timeout_ms / 1000
-        self._resolve_positions()
         while True:
+            if self._coordinator is not None:
+                self._coordinator.poll(deadline)  # may rebalance: the assignment can change here
+            self._resolve_positions()
             if self._error is not None:
                 error, self._error = self._error, None
                 raise error
@@ -340,7 +383,11 @@ class SimpleConsumer:
         self._ready.extend(records)
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            if self._coordinator is not None:
+                self._coordinator.close()  # commits (enable.auto.commit) and leaves the group
+        finally:
+            self.client.close()
 
 
 def _list_offsets_body(tps: list[TopicPartition], where: Mapping[TopicPartition, int], isolation: int) -> Any:

@@ -10,11 +10,14 @@ print.timestamp / print.partition / print.offset / print.key before it) and ends
 "Processed a total of N messages" on stderr. Values are written as raw bytes, so a file piped
 through a topic comes back byte for byte.
 
-Bootstrap mode assigns itself all partitions of the matching topics (or the one given with
---partition). With --group it resumes from, and commits to, the group's offsets through
-OffsetFetch/OffsetCommit; it does not join the group (no JoinGroup/SyncGroup membership), so
-two console consumers in one group each read everything. --zookeeper runs the legacy
-ZooKeeper-based consumer, which does balance partitions within its group.
+With --group (and --topic or --whitelist) the consumer subscribes as a member of the group,
+as Kafka's does: the group's members split the partitions (range, then roundrobin, or
+partition.assignment.strategy), rebalance as members come and go, resume from the group's
+committed offsets and commit what they printed (enable.auto.commit: every
+auto.commit.interval.ms, before each rebalance and on exit). Without a group it assigns
+itself all partitions of the matching topics, or the one given with --partition (then a
+group.id from --consumer-property only stores offsets, committed on exit). --zookeeper runs
+the legacy ZooKeeper-based consumer.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, BinaryIO
 import click
 
 from kafkapy.client.consumer import SimpleConsumer, TopicPartition
+from kafkapy.client.consumer_coordinator import group_kwargs
 from kafkapy.tools.properties_args import merge, parse_kv, unescape
 
 
@@ -117,6 +121,7 @@ def run_bootstrap(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -
     props = merge(params["consumer_config"], params["consumer_property"], "--consumer-property")
     group = params["group"] or props.get("group.id")
     reset = "earliest" if params["from_beginning"] else props.get("auto.offset.reset", "latest")
+    subscribed = bool(group) and params["partition"] is None
     consumer = SimpleConsumer(
         params["bootstrap_server"],
         client_id=props.get("client.id", "console-consumer"),
@@ -124,12 +129,18 @@ def run_bootstrap(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -
         auto_offset_reset=reset,
         isolation_level=params["isolation_level"],
         max_partition_fetch_bytes=int(props.get("max.partition.fetch.bytes", 1_048_576)),
+        **group_kwargs(props),
     )
     count = 0
     try:
-        tps = _partitions(consumer, params)
-        consumer.assign(tps)
-        _start_positions(consumer, tps, params)
+        if subscribed and params["topic"]:
+            consumer.subscribe([params["topic"]])
+        elif subscribed:
+            consumer.subscribe(pattern=params["whitelist"])
+        else:
+            tps = _partitions(consumer, params)
+            consumer.assign(tps)
+            _start_positions(consumer, tps, params)
         max_messages = params["max_messages"]
         timeout_ms = params["timeout_ms"]
         last = time.monotonic()
@@ -149,13 +160,13 @@ def run_bootstrap(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -
                                 r.key, r.value, r.headers)  # fmt: skip
             count += len(records)
             out.flush()
-        if group:
+        if group and not subscribed:
             consumer.commit()
     except KeyboardInterrupt:
-        if group:
+        if group and not subscribed:
             consumer.commit()
     finally:
-        consumer.close()
+        consumer.close()  # a member commits (enable.auto.commit) and leaves the group here
     return count
 
 

@@ -4,9 +4,11 @@
 
 Reads --messages records from all partitions of the topic (from the beginning unless
 --from-latest) and prints Kafka's header and summary line (MB = 1024*1024 bytes of keys and
-values), or with --show-detailed-stats one line per --reporting-interval. Partitions are
-assigned directly (no group membership), so rebalance.time.ms is the time to find the start
-positions; with --group, the final positions are committed for the group.
+values), or with --show-detailed-stats one line per --reporting-interval. With --group (or
+group.id in --consumer.config) it subscribes as a member of that group, as Kafka's tool does:
+rebalance.time.ms is the time until the group assigned it partitions, it starts from the
+group's committed offsets and commits what it consumed. Without one, it assigns itself every
+partition and rebalance.time.ms is the time to find the start positions.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 
 import click
 
-from kafkapy.client.consumer import SimpleConsumer, TopicPartition
+from kafkapy.client.cluster import TopicPartition
+from kafkapy.client.consumer import ConsumerRecord, SimpleConsumer
+from kafkapy.client.consumer_coordinator import group_kwargs
 from kafkapy.tools.properties_args import load_config
 
 HEADER = "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec"
@@ -72,27 +76,34 @@ def consumer_perf_test(**params: Any) -> None:
     fmt = params["date_format"]
     if not params["hide_header"]:
         click.echo((DETAILED_HEADER if params["show_detailed_stats"] else HEADER) + NEW_CONSUMER_COLUMNS)
+    group = params["group"] or props.get("group.id")
     consumer = SimpleConsumer(
         servers,
         client_id=props.get("client.id", "perf-consumer-client"),
-        group_id=params["group"] or props.get("group.id"),
+        group_id=group,
         auto_offset_reset="latest" if params["from_latest"] else "earliest",
         max_partition_fetch_bytes=params["fetch_size"],
+        **group_kwargs(props),
     )
     wanted, timeout = params["messages"], params["timeout"] / 1000
     interval = params["reporting_interval"] / 1000
     messages = nbytes = 0
     start = time.time()
     try:
-        tps = [TopicPartition(params["topic"], p) for p in consumer.partitions_for(params["topic"])]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.position(tp)
-        rebalance_ms = int((time.time() - start) * 1000)
+        early: list[ConsumerRecord] = []  # what polls made while joining returned, if anything
+        if group:
+            rebalance_ms = _join(consumer, params["topic"], start, timeout, early, wanted)
+        else:
+            tps = [TopicPartition(params["topic"], p) for p in consumer.partitions_for(params["topic"])]
+            consumer.assign(tps)
+            for tp in tps:
+                consumer.position(tp)
+            rebalance_ms = int((time.time() - start) * 1000)
         last_consumed = fetch_start = window_start = time.time()
         window_messages = window_bytes = 0
         while messages < wanted and time.time() - last_consumed <= timeout:
-            for r in consumer.poll(100, wanted - messages):
+            batch, early = early or consumer.poll(100, wanted - messages), []
+            for r in batch:
                 size = (len(r.key) if r.key else 0) + (len(r.value) if r.value else 0)
                 messages += 1
                 nbytes += size
@@ -106,10 +117,8 @@ def consumer_perf_test(**params: Any) -> None:
             print(f"WARNING: Exiting before consuming the expected number of messages: timeout "
                   f"({params['timeout']} ms) exceeded. You can use the --timeout option to increase the timeout.",
                   file=sys.stderr)  # fmt: skip
-        if params["group"] or props.get("group.id"):
-            consumer.commit()
     finally:
-        consumer.close()
+        consumer.close()  # a group member commits what it consumed here (enable.auto.commit)
     end = time.time()
     elapsed = end - start
     fetch_s = end - start - rebalance_ms / 1000
@@ -120,6 +129,32 @@ def consumer_perf_test(**params: Any) -> None:
             f"{messages}, {_rate(messages, elapsed):.4f}, {rebalance_ms}, {int(fetch_s * 1000)}, "
             f"{_rate(mb, fetch_s):.4f}, {_rate(messages, fetch_s):.4f}"
         )
+
+
+class _Joined:
+    """A rebalance listener noting when the group first gave us partitions."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        pass
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        if self.at is None and partitions:
+            self.at = time.time()
+
+
+def _join(consumer: SimpleConsumer, topic: str, start: float, timeout: float, early: list[ConsumerRecord],
+          wanted: int) -> int:  # fmt: skip
+    """Subscribe and poll until the group assigns us partitions (keeping in `early` the
+    records those polls return, at most `wanted`). Returns rebalance.time.ms."""
+    joined = _Joined()
+    consumer.subscribe([topic], listener=joined)
+    deadline = time.monotonic() + timeout
+    while joined.at is None and time.monotonic() < deadline and len(early) < wanted:
+        early.extend(consumer.poll(100, wanted - len(early)))
+    return int(((joined.at or time.time()) - start) * 1000)
 
 
 def _print_window(fmt: str, now: float, window_start: float, window_bytes: int, window_messages: int,
