@@ -267,10 +267,15 @@ def test_leader_shrinks_the_isr_for_a_stuck_follower_and_expands_it_when_it_catc
         # An acks=all produce waits for the stuck follower, then completes once it leaves the ISR.
         acked = produce_all(p, "shrinking", [b"during"])
         assert acked == {b"during": 1}
-        assert time.monotonic() - started < 12
-        state = partition_state(zk, "shrinking")
-        assert state is not None and state["leader"] == leader
-        assert sorted(state["isr"]) == sorted([leader, controller])
+        assert time.monotonic() - started < 20
+        # The high watermark already counts the ISR change being written (as Kafka's does), so the
+        # ack may come just before the ZooKeeper write lands: wait for it.
+        wait_until(
+            lambda: sorted(partition_state(zk, "shrinking")["isr"]) == sorted([leader, controller]),
+            "the smaller ISR in ZooKeeper",
+            10,
+        )
+        assert partition_state(zk, "shrinking")["leader"] == leader
         # The ISR change notification makes the controller send UpdateMetadata to every broker.
         wait_until(
             lambda: metadata_isr() == sorted([leader, controller]), "UpdateMetadata with the smaller ISR", 12
