@@ -29,10 +29,6 @@ from kafkapy.server.replica_manager import ProduceResult
 log = logging.getLogger("kafkapy.server.KafkaApis")
 
 
-class _CloseConnection(Exception):
-    pass
-
-
 @handles(ApiKey.PRODUCE, raw=True)
 def handle_produce(apis: KafkaApis, request: Request) -> Any:
     header = request.header
@@ -41,15 +37,20 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
     results: dict[TopicPartition, ProduceResult] = {}
     entries: list[tuple[TopicPartition, Any]] = []
     cache = apis.metadata_cache
+    # Request-level refusals answer every partition with the same error.
+    if acks not in (-1, 0, 1):
+        refused = InvalidRequiredAcksException.code
+    elif req.transactional_id is not None:
+        # No transaction coordinator yet: refuse rather than pretend to be transactional.
+        refused = TransactionalIdAuthorizationException.code
+    else:
+        refused = 0
     for topic, partitions in req.topics:
         for index, records in partitions:
             tp = TopicPartition(topic, index)
-            if acks not in (-1, 0, 1):
-                results[tp] = ProduceResult(InvalidRequiredAcksException.code)
-            elif req.transactional_id is not None:
-                # No transaction coordinator yet: refuse rather than pretend to be transactional.
-                results[tp] = ProduceResult(TransactionalIdAuthorizationException.code)
-            elif not cache.contains_topic(topic) or cache.partition_info(topic, index) is None:
+            if refused:
+                results[tp] = ProduceResult(refused)
+            elif cache.partition_info(topic, index) is None:
                 results[tp] = ProduceResult(UnknownTopicOrPartitionException.code)
             elif records is None or len(records) == 0:
                 results[tp] = ProduceResult(CorruptRecordException.code)
