@@ -60,8 +60,8 @@ class MetadataCache:
         deleted: list[tuple[str, int]] = []
         for topic_state in request.topic_states:
             topic = topic_state.topic_name
-            topic_id = _as_uuid(topic_state.topic_id)
-            if topic_id is not None and topic_id.int != 0:
+            topic_id = topic_state.topic_id  # uuid.UUID from the codec; zero when absent
+            if topic_id.int != 0:
                 self.topic_ids[topic] = topic_id
                 self.topic_names[topic_id] = topic
             parts = self.partitions.setdefault(topic, {})
@@ -111,16 +111,6 @@ class MetadataCache:
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self.topic_names.get(topic_id)
-
-
-def _as_uuid(value: Any) -> uuid.UUID | None:
-    if value is None:
-        return None
-    if isinstance(value, uuid.UUID):
-        return value
-    if isinstance(value, bytes | bytearray | memoryview):
-        return uuid.UUID(bytes=bytes(value))
-    return uuid.UUID(str(value))
 
 
 _SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}

@@ -6,13 +6,13 @@ conditional update of /latest_producer_id_block, so ids are unique across broker
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
 from kazoo.exceptions import NodeExistsError
 
-PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+from kafkapy.server.zk.admin_znodes import ProducerIdBlockZNode
+
 BLOCK_SIZE = 1000
 
 
@@ -34,40 +34,24 @@ class ProducerIdManager:
             return pid
 
     def _claim_block(self) -> None:
+        path = ProducerIdBlockZNode.path()
         for _ in range(100):
-            current = self.zk.get_data(PRODUCER_ID_BLOCK_PATH)
-            if current is None or not current[0]:
-                start = 0
+            current = self.zk.get_data(path)
+            last = ProducerIdBlockZNode.decode_block_end(current[0]) if current is not None else None
+            start = 0 if last is None else last + 1
+            data = ProducerIdBlockZNode.encode(self.broker_id, start, start + BLOCK_SIZE - 1)
+            if current is None:
                 try:
-                    data = self._encode(start)
-                    if current is None:
-                        self.zk.create_recursive(PRODUCER_ID_BLOCK_PATH, data)
-                        self._use(start)
-                        return
-                    ok, _ = self.zk.conditional_update_path(PRODUCER_ID_BLOCK_PATH, data, current[1].version)
+                    self.zk.create_recursive(path, data)
                 except NodeExistsError:
-                    continue
-            else:
-                block = json.loads(current[0])
-                start = int(block["block_end"]) + 1
-                ok, _ = self.zk.conditional_update_path(
-                    PRODUCER_ID_BLOCK_PATH, self._encode(start), current[1].version
-                )
+                    continue  # another broker created it first: read its block and go on from there
+                self._use(start)
+                return
+            ok, _ = self.zk.conditional_update_path(path, data, current[1].version)
             if ok:
                 self._use(start)
                 return
         raise RuntimeError("Could not claim a producer id block from ZooKeeper after 100 attempts")
-
-    def _encode(self, start: int) -> bytes:
-        return json.dumps(
-            {
-                "version": 1,
-                "broker": self.broker_id,
-                "block_start": str(start),
-                "block_end": str(start + BLOCK_SIZE - 1),
-            },
-            separators=(",", ":"),
-        ).encode()
 
     def _use(self, start: int) -> None:
         self._next, self._end = start, start + BLOCK_SIZE - 1

@@ -114,7 +114,7 @@ class ReplicaManager:
         new_fetches: dict[TopicPartition, InitialFetchState] = {}
         topics_out = []
         for ts in request.topic_states:
-            topic_id = _as_uuid(ts.topic_id)
+            topic_id = ts.topic_id  # the codec yields uuid.UUID, the zero UUID when absent
             errors = []
             for ps in ts.partition_states:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
@@ -335,8 +335,10 @@ class ReplicaManager:
                 res.error_code = error_code(e)
         return results
 
-    def fetchable_bytes(self, tp: TopicPartition, offset: int, replica_id: int) -> int:
-        """Bytes a fetch at `offset` would get now (for min_bytes); -1 if it must answer at once."""
+    def fetchable_bytes(self, tp: TopicPartition, offset: int, replica_id: int, limit: int) -> int:
+        """Bytes (up to about `limit`) a fetch at `offset` would get now, for a delayed fetch's
+        min_bytes; -1 if it must answer at once. Runs on every append to a watched partition,
+        so it never looks further than the bytes still missing."""
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
             return -1
@@ -347,7 +349,7 @@ class ReplicaManager:
         if offset > end or offset < the_log.log_start_offset:
             return -1
         try:
-            info = the_log.read(offset, 1 << 30, end, True)
+            info = the_log.read(offset, max(limit, 1), end, True)
         except OffsetOutOfRangeException:
             return -1
         return sum(r.length for r in info.records)
@@ -386,16 +388,6 @@ class ReplicaManager:
         await loop.run_in_executor(None, self.fetcher_manager.shutdown)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
-
-
-def _as_uuid(value: Any) -> uuid.UUID:
-    if value is None:
-        return uuid.UUID(int=0)
-    if isinstance(value, uuid.UUID):
-        return value
-    if isinstance(value, bytes | bytearray | memoryview):
-        return uuid.UUID(bytes=bytes(value))
-    return uuid.UUID(str(value))
 
 
 async def gather_configs(

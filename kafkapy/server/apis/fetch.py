@@ -100,7 +100,7 @@ async def _delayed(
     def can_complete() -> bool:
         available = 0
         for tp, offset in offsets.items():
-            n = rm.fetchable_bytes(tp, offset, replica_id)
+            n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available)
             if n < 0:
                 return True  # leadership moved or the offset left the log: answer now
             available += n

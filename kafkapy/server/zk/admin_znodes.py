@@ -143,6 +143,19 @@ class LogDirEventNotificationSequenceZNode:
 
 
 class ProducerIdBlockZNode:
+    """/latest_producer_id_block: the last block of producer ids a broker claimed."""
+
     @staticmethod
     def path() -> str:
         return "/latest_producer_id_block"
+
+    @staticmethod
+    def encode(broker_id: int, block_start: int, block_end: int) -> bytes:
+        return encode_json({"version": 1, "broker": broker_id, "block_start": str(block_start),
+                            "block_end": str(block_end)})
+
+    @staticmethod
+    def decode_block_end(data: bytes) -> int | None:
+        """The last id of the block recorded in `data`; None for an empty (never claimed) node."""
+        js = decode_json(data) if data else None
+        return None if js is None else int(js["block_end"])
