@@ -16,8 +16,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from kafkapy.protocol import primitives as prim
 from kafkapy.protocol.api_keys import ApiKey, advertised_versions
@@ -29,10 +28,11 @@ from kafkapy.protocol.schema import is_flexible
 DEFAULT_MAX_FRAME_SIZE: Final = 104_857_600
 _HEADER_FIXED: Final = prim.INT16.size * 2 + prim.INT32.size
 _HEADER_START: Final = struct.Struct(">hhi")  # api key, api version, correlation id
+_HEADER_V1: Final = struct.Struct(">hhih")  # ... and the client id's length
+_new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):
     api_key: int
     api_version: int
     correlation_id: int
@@ -62,21 +62,36 @@ def parse_request_header(frame: bytes | memoryview, offset: int = 0) -> RequestH
     The header version follows from the API's flexibleVersions, also for versions above
     what we know, so the body of an over-new ApiVersions request can still be answered.
     Tagged fields in a v2 header are skipped: none is defined that a broker must read.
+    Runs once per request, so the common shapes are read inline rather than through the
+    primitives (a call each costs as much as the parsing).
     """
-    if len(frame) - offset < _HEADER_FIXED:
-        raise ProtocolError(f"request header needs {_HEADER_FIXED} bytes, frame has {len(frame) - offset}")
-    api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame, offset)
+    available = len(frame) - offset
+    if available >= _HEADER_V1.size:
+        api_key, api_version, correlation_id, n = _HEADER_V1.unpack_from(frame, offset)
+    elif available >= _HEADER_FIXED:
+        api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame, offset)
+        n = None  # no room for a client id: fine for a v0 header only
+    else:
+        raise ProtocolError(f"request header needs {_HEADER_FIXED} bytes, frame has {available}")
     header_version = request_header_version(api_key, api_version)
     pos = offset + _HEADER_FIXED
     client_id: str | None = None
-    try:
-        if header_version >= 1:
-            client_id, pos = prim.read_string(frame, pos, compact=False)
-        if header_version >= 2:
-            pos = prim.skip_tagged_fields(frame, pos)
-    except (IndexError, ValueError, struct.error) as e:
-        raise ProtocolError(f"malformed request header: {e}") from e
-    return RequestHeader(api_key, api_version, correlation_id, client_id, header_version, pos)
+    if header_version >= 1:
+        if n is None or n < -1 or n > len(frame) - pos - 2:
+            raise ProtocolError(f"malformed request header: bad client id length {n}")
+        pos += 2
+        if n >= 0:
+            try:
+                client_id = str(frame[pos : pos + n], "utf-8")
+            except ValueError as e:
+                raise ProtocolError(f"malformed request header: {e}") from e
+            pos += n
+    if header_version >= 2:
+        try:
+            pos = pos + 1 if frame[pos] == 0 else prim.skip_tagged_fields(frame, pos)
+        except (IndexError, ValueError, struct.error) as e:
+            raise ProtocolError(f"malformed request header: {e}") from e
+    return _new_tuple(RequestHeader, (api_key, api_version, correlation_id, client_id, header_version, pos))
 
 
 def encode_request_header(

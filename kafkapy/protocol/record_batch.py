@@ -180,8 +180,11 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return sequence + increment
 
 
+_new_tuple = tuple.__new__  # NamedTuple construction without _make's Python-level checks
+
+
 def read_header(buf: memoryview | bytes | bytearray, position: int = 0) -> BatchHeader:
-    return BatchHeader._make(HEADER.unpack_from(buf, position))
+    return _new_tuple(BatchHeader, HEADER.unpack_from(buf, position))
 
 
 def compute_crc(buf: memoryview, position: int, size: int) -> int:
@@ -237,13 +240,17 @@ def validate_records(
     """
     batches: list[tuple[int, BatchHeader]] = []
     position, end = 0, len(buf)
+    # Once per produced partition: the header is read and checked inline, the helpers only
+    # run to name what is wrong.
     while position < end:
         if end - position < HEADER_SIZE:
             raise CorruptRecordException(
                 f"Record set ends with {end - position} bytes that are not a whole batch"
             )
-        header = read_header(buf, position)
-        size = checked_batch_size(header)
+        header = _new_tuple(BatchHeader, HEADER.unpack_from(buf, position))
+        size = header.batch_length + LOG_OVERHEAD
+        if header.magic != MAGIC_V2 or header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            checked_batch_size(header)
         if position + size > end:
             raise CorruptRecordException(
                 f"Record batch of {size} bytes at position {position} is truncated to {end - position} bytes"
@@ -252,14 +259,21 @@ def validate_records(
             raise RecordTooLargeException(
                 f"The record batch size {size} bytes exceeds the maximum configured value of {max_message_bytes}."
             )
-        computed = compute_crc(buf, position, size)
+        computed = crc32c(buf[position + ATTRIBUTES_OFFSET : position + size])
         if computed != header.crc:
             raise CorruptRecordException(
                 f"Record is corrupt (stored crc = {header.crc}, computed crc = {computed})"
             )
-        if header.attributes & _COMPRESSION_MASK > 4:  # beyond zstd
+        attributes = header.attributes
+        if attributes & _COMPRESSION_MASK > 4:  # beyond zstd
             raise InvalidRecordException(f"Unknown compression type id {header.compression}")
-        if from_client:
+        if from_client and (
+            header.base_offset != 0
+            or header.records_count <= 0
+            or header.last_offset_delta + 1 != header.records_count
+            or attributes & _CONTROL
+            or (header.producer_id > NO_PRODUCER_ID and header.base_sequence < 0)
+        ):
             _validate_client_batch(header)
         batches.append((position, header))
         position += size

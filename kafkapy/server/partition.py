@@ -160,17 +160,19 @@ class Partition:
 
     def maybe_increment_high_watermark(self, at_ms: int | None = None) -> bool:
         """Move the high watermark up to what every replica that counts has; True if it moved."""
-        if not self.is_leader:
+        if self.leader_id != self.local_broker_id:
             return False
-        at_ms = now_ms() if at_ms is None else at_ms
-        new_hw = self.log.log_end_offset
-        maximal = self.maximal_isr
-        for r in self.remote_replicas.values():
-            counts = r.broker_id in maximal or at_ms - r.last_caught_up_ms <= self.replica_lag_time_max_ms
-            if counts and r.log_end_offset < new_hw:
-                new_hw = r.log_end_offset
-        if new_hw > self.log.high_watermark:
-            self.log.high_watermark = new_hw
+        log = self.log
+        new_hw = log.log_end_offset
+        if self.remote_replicas:  # a single-replica partition runs this on every produce
+            at_ms = now_ms() if at_ms is None else at_ms
+            maximal = self.maximal_isr
+            for r in self.remote_replicas.values():
+                counts = r.broker_id in maximal or at_ms - r.last_caught_up_ms <= self.replica_lag_time_max_ms
+                if counts and r.log_end_offset < new_hw:
+                    new_hw = r.log_end_offset
+        if new_hw > log.high_watermark:
+            log.high_watermark = new_hw
             return True
         return False
 

@@ -246,9 +246,12 @@ class ReplicaManager:
     ) -> dict[TopicPartition, ProduceResult]:
         """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`)."""
         results: dict[TopicPartition, ProduceResult] = {}
+        partitions = self.partitions
         for tp, records in entries:
             try:
-                partition = self.leader_partition(tp)
+                partition = partitions.get(tp)
+                if partition is None or partition.leader_id != partition.local_broker_id:
+                    partition = self.leader_partition(tp)  # raises the error that says why
                 info = partition.append_records_to_leader(records, required_acks)
                 results[tp] = ProduceResult(
                     0, info.first_offset, info.log_append_time, info.log_start_offset, None, info.last_offset
@@ -260,6 +263,26 @@ class ReplicaManager:
                 log.error("Error appending to %s", tp, exc_info=e)
                 results[tp] = ProduceResult(KafkaStorageException.code, -1, -1, -1, str(e))
         return results
+
+    def try_complete_acks_all(self, results: dict[TopicPartition, Any]) -> bool:
+        """acks=all without waiting: True, with each result's final error code set, when every
+        appended partition's high watermark already passes its last offset (a single-replica
+        ISR), as Kafka's tryCompleteElseWatch completes such a produce at once."""
+        outcomes = []
+        for tp, r in results.items():
+            if r.error_code:
+                continue
+            partition = self.partitions.get(tp)
+            if partition is None:
+                outcomes.append((r, NotLeaderOrFollowerException.code))
+                continue
+            done, code = partition.check_enough_replicas_reached(r.last_offset + 1)
+            if not done:
+                return False
+            outcomes.append((r, code))
+        for r, code in outcomes:
+            r.error_code = code
+        return True
 
     async def await_isr(self, results: dict[TopicPartition, ProduceResult], timeout_ms: int) -> None:
         """acks=all: wait until every appended partition's high watermark passes its last offset."""

@@ -72,6 +72,10 @@ class KafkaApis:
 
         self.server = server
         self.config = server.config
+        # api key -> (handler, lowest version, highest version): one lookup per request
+        self._routes: dict[int, tuple[Handler, int, int]] = {
+            int(k): (h, *SUPPORTED_VERSIONS[k]) for k, h in HANDLERS.items() if k in SUPPORTED_VERSIONS
+        }
 
     @property
     def broker_id(self) -> int:
@@ -91,15 +95,17 @@ class KafkaApis:
 
     def handle(self, request: Request) -> Any:
         header = request.header
-        handler = HANDLERS.get(header.api_key)
-        versions = SUPPORTED_VERSIONS.get(header.api_key)
-        if header.api_key == ApiKey.API_VERSIONS and (versions is None or header.api_version > versions[1]):
-            # A client newer than us: answer in v0 with our ranges so it retries with a version we know.
-            return framing.api_versions_fallback_frame(header.correlation_id, advertised())
-        if handler is None or versions is None or not versions[0] <= header.api_version <= versions[1]:
+        route = self._routes.get(header.api_key)
+        if route is None or not route[1] <= header.api_version <= route[2]:
+            if header.api_key == ApiKey.API_VERSIONS and (route is None or header.api_version > route[2]):
+                # A client newer than us: answer in v0 with our ranges so it retries with a version we know.
+                return framing.api_versions_fallback_frame(header.correlation_id, advertised())
             raise ProtocolError(f"unsupported API key {header.api_key} version {header.api_version}")
+        handler = route[0]
         if handler.raw:
             result = handler.fn(self, request)
+            if result is None or isinstance(result, bytes | bytearray):
+                return result  # the produce path: framed already, no awaitable check
         else:
             body = messages.decode_request(
                 header.api_key, header.api_version, request.buffer, request.body_offset

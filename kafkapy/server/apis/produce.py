@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafkapy.protocol import framing
 from kafkapy.protocol import produce as produce_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -34,9 +33,11 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
     header = request.header
     req = produce_codec.decode_produce_request(header.api_version, request.buffer, request.body_offset)
     acks = req.acks
-    results: dict[TopicPartition, ProduceResult] = {}
-    entries: list[tuple[TopicPartition, Any]] = []
-    cache = apis.metadata_cache
+    # In request order; None until the replica manager answers (a dict keeps insertion order
+    # through update()). A partition named twice counts once, its last records, as in Kafka's map.
+    results: dict[TopicPartition, ProduceResult | None] = {}
+    entries: dict[TopicPartition, Any] = {}
+    partition_info = apis.server.metadata_cache.partition_info
     # Request-level refusals answer every partition with the same error.
     if acks not in (-1, 0, 1):
         refused = InvalidRequiredAcksException.code
@@ -50,51 +51,46 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
             tp = TopicPartition(topic, index)
             if refused:
                 results[tp] = ProduceResult(refused)
-            elif cache.partition_info(topic, index) is None:
+            elif partition_info(topic, index) is None:
                 results[tp] = ProduceResult(UnknownTopicOrPartitionException.code)
             elif records is None or len(records) == 0:
                 results[tp] = ProduceResult(CorruptRecordException.code)
+                entries.pop(tp, None)
             else:
-                results[tp] = ProduceResult()  # placeholder keeps the request's order
-                entries.append((tp, records))
+                results[tp] = None
+                entries[tp] = records
+    replica_manager = apis.server.replica_manager
     if entries:
-        results.update(apis.replica_manager.append_records(acks, entries))
+        results.update(replica_manager.append_records(acks, list(entries.items())))
     if acks == 0:
-        if any(r.error_code for r in results.values()):
+        if any(r is not None and r.error_code for r in results.values()):
             from kafkapy.protocol.errors import ProtocolError
 
             raise ProtocolError("acks=0 produce request failed: closing the connection to tell the client")
         return None
-    if acks == -1 and entries:
+    # acks=all waits in purgatory unless the ISR already has it (a single-replica ISR always does).
+    if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):
         return _await_isr(apis, request, req, results)
-    return _respond(request, req, results)
+    return _respond(request, results)
 
 
 async def _await_isr(
     apis: KafkaApis, request: Request, req: Any, results: dict[TopicPartition, ProduceResult]
 ) -> Any:
     await apis.replica_manager.await_isr(results, req.timeout_ms)
-    return _respond(request, req, results)
+    return _respond(request, results)
 
 
-def _respond(request: Request, req: Any, results: dict[TopicPartition, ProduceResult]) -> bytes:
+def _respond(request: Request, results: dict[TopicPartition, ProduceResult]) -> bytearray:
     header = request.header
-    topics = []
-    for topic, partitions in req.topics:
-        out = []
-        for index, _records in partitions:
-            r = results[TopicPartition(topic, index)]
-            out.append(
-                produce_codec.ProducePartitionResponse(
-                    index,
-                    r.error_code,
-                    r.base_offset,
-                    r.log_append_time,
-                    r.log_start_offset,
-                    (),
-                    r.error_message,
-                )
-            )
-        topics.append((topic, out))
-    body = produce_codec.encode_produce_response(header.api_version, topics)
-    return framing.encode_response_frame(header.api_key, header.api_version, header.correlation_id, body)
+    topics: list[tuple[str, list[tuple[Any, ...]]]] = []
+    rows: list[tuple[Any, ...]] = []
+    current = None
+    for (topic, index), r in results.items():
+        if topic != current:
+            current, rows = topic, []
+            topics.append((topic, rows))
+        rows.append(
+            (index, r.error_code, r.base_offset, r.log_append_time, r.log_start_offset, (), r.error_message)
+        )
+    return produce_codec.encode_produce_response_frame(header.api_version, header.correlation_id, topics)

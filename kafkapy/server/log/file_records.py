@@ -67,7 +67,12 @@ class FileRecords:
 
     def append(self, data: memoryview) -> int:
         """Write `data` at the end; the one copy of the records, into the page cache."""
-        position, remaining = self.size, data
+        position = self.size
+        written = os.pwrite(self.fd, data, position)
+        if written == len(data):  # nearly always: a short write only when the disk fills
+            self.size = position + written
+            return written
+        position, remaining = position + written, data[written:]
         while remaining:
             written = os.pwrite(self.fd, remaining, position)
             position += written

@@ -159,22 +159,23 @@ class Log(RetentionAndTruncation):
         """
         buf = _byte_view(records)
         with self._lock:
-            batches = validate_records(buf, self.config.max_message_bytes, from_client=True)
+            config = self.config
+            batches = validate_records(buf, config.max_message_bytes, from_client=True)
             if not batches:
                 return self._empty_append_info()
+            idempotent = False
             for _, header in batches:
-                if (
-                    header.producer_id >= 0
-                    and (dup := self.producer_state.find_duplicate(header)) is not None
-                ):
-                    return LogAppendInfo(
-                        dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
-                        dup.timestamp if self.config.log_append_time else NO_TIMESTAMP,
-                        self.log_start_offset, dup.last_offset - dup.first_offset + 1, 0, duplicate=True,
-                    )  # fmt: skip
+                if header.producer_id >= 0:
+                    idempotent = True
+                    if (dup := self.producer_state.find_duplicate(header)) is not None:
+                        return LogAppendInfo(
+                            dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
+                            dup.timestamp if config.log_append_time else NO_TIMESTAMP,
+                            self.log_start_offset, dup.last_offset - dup.first_offset + 1, 0, duplicate=True,
+                        )  # fmt: skip
             now = self._time_ms()
-            log_append_time = self.config.log_append_time
-            if not log_append_time and self.config.message_timestamp_difference_max_ms < LONG_MAX:
+            log_append_time = config.log_append_time
+            if not log_append_time and config.message_timestamp_difference_max_ms < LONG_MAX:
                 self._check_timestamps(batches, now)
             if buf.readonly:
                 buf = memoryview(bytearray(buf))
@@ -190,12 +191,14 @@ class Log(RetentionAndTruncation):
                 last = offset + header.last_offset_delta
                 if timestamp > max_timestamp:
                     max_timestamp, offset_of_max_timestamp = timestamp, last
-                assigned.append((header, offset))
+                if idempotent:
+                    assigned.append((header, offset))
                 num_messages += header.records_count
                 offset = last + 1
-            updates = self.producer_state.prepare(assigned)
-            self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp)
-            self.producer_state.commit(updates)
+            updates = self.producer_state.prepare(assigned) if idempotent else None
+            self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
+            if updates:
+                self.producer_state.commit(updates)
             return LogAppendInfo(
                 first_offset, offset - 1, max_timestamp, offset_of_max_timestamp,
                 now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
@@ -230,16 +233,18 @@ class Log(RetentionAndTruncation):
                 self.log_start_offset, num_messages, buf.nbytes,
             )  # fmt: skip
 
-    def _append(self, buf: memoryview, first: int, last: int, max_ts: int, offset_of_max_ts: int) -> None:
-        params = RollParams(
-            self.config.segment_ms, self.config.segment_bytes, max_ts, last, buf.nbytes, self._time_ms()
-        )
-        segment = self.active_segment
+    def _append(
+        self, buf: memoryview, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int | None = None
+    ) -> None:
+        config = self.config
+        now = self._time_ms() if now is None else now
+        params = RollParams(config.segment_ms, config.segment_bytes, max_ts, last, buf.nbytes, now)
+        segment = self._segments.peekitem(-1)[1]
         if segment.should_roll(params):
             segment = self.roll(first)
         segment.append(last, max_ts, offset_of_max_ts, buf)
         self._next_offset = last + 1
-        if self.unflushed_messages >= self.config.flush_messages:
+        if last + 1 - self.recovery_point >= config.flush_messages:
             self.flush()
 
     def _check_timestamps(self, batches: list, now: int) -> None:
@@ -425,5 +430,5 @@ class Log(RetentionAndTruncation):
 
 
 def _byte_view(records: memoryview | bytes | bytearray) -> memoryview:
-    view = records if isinstance(records, memoryview) else memoryview(records)
+    view = records if type(records) is memoryview else memoryview(records)
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")

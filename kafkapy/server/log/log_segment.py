@@ -134,7 +134,8 @@ class LogSegment:
         position = self.log.size
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        self._ensure_offset_in_range(largest_offset)
+        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
+            self._ensure_offset_in_range(largest_offset)
         self.log.append(records)
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
@@ -188,15 +189,19 @@ class LogSegment:
     # -- rolling --------------------------------------------------------------------------------
 
     def should_roll(self, p: RollParams) -> bool:
-        reached_roll_ms = self._time_waited_for_roll(p.now, p.max_timestamp_in_messages) > (
-            p.max_segment_ms - self.roll_jitter_ms
-        )
+        size = self.log.size
+        based = self._rolling_based_timestamp
+        # Asked on every append: the common case (the timestamp to roll by is known) is inline.
+        if based is not None and based >= 0:
+            waited = p.max_timestamp_in_messages - based
+        else:
+            waited = self._time_waited_for_roll(p.now, p.max_timestamp_in_messages)
         return (
-            self.size > p.max_segment_bytes - p.messages_size
-            or (self.size > 0 and reached_roll_ms)
+            size > p.max_segment_bytes - p.messages_size
+            or (size > 0 and waited > p.max_segment_ms - self.roll_jitter_ms)
             or self.offset_index.is_full
             or self.time_index.is_full
-            or not self.can_convert_to_relative_offset(p.max_offset_in_messages)
+            or not 0 <= p.max_offset_in_messages - self.base_offset <= INT32_MAX
         )
 
     def _time_waited_for_roll(self, now: int, message_timestamp: int) -> int:

@@ -41,6 +41,9 @@ _SEND_CHUNK = 256 * 1024
 _TRANSPORT_KEEPS_VIEWS = sys.version_info >= (3, 12)
 
 Response = bytes | bytearray | memoryview | Sequence[Any] | None
+_FRAMED = frozenset((bytes, bytearray, memoryview))
+# What a handler returns when its answer is ready (framed bytes, or parts with file regions).
+_READY = _FRAMED | {list, tuple}
 
 
 class Processor(asyncio.BufferedProtocol):
@@ -64,6 +67,9 @@ class Processor(asyncio.BufferedProtocol):
         self._region_send: _RegionSend | None = None
         self._write_paused = False
         self.last_active = time.monotonic()
+        # socket.request.max.bytes is not a dynamic config: read once, not per request.
+        self._max_request_size: int = server.config.socket_request_max_bytes
+        self._parse_header = server.parse_header
 
     # -- asyncio.BufferedProtocol -----------------------------------------------------------
 
@@ -122,12 +128,15 @@ class Processor(asyncio.BufferedProtocol):
         self._start, self._end = 0, pending
 
     def _process(self) -> None:
-        max_size = self.server.config.socket_request_max_bytes
-        while not self._blocked() and not self._closed:
-            available = self._end - self._start
+        max_size = self._max_request_size
+        buf = self._buf
+        # The loop body runs once per request: the state checks are spelled out, not called.
+        while not (self._muted or self._region_send is not None or self._write_paused or self._closed):
+            start = self._start
+            available = self._end - start
             if available < 4:
                 break
-            (size,) = _SIZE.unpack_from(self._buf, self._start)
+            (size,) = _SIZE.unpack_from(buf, start)
             if size < 0 or size > max_size:
                 log.warning(
                     "Closing connection %s: invalid receive (size = %d larger than %d)",
@@ -138,12 +147,11 @@ class Processor(asyncio.BufferedProtocol):
                 self.close()
                 return
             if available < 4 + size:
-                if len(self._buf) - self._start < 4 + size:
+                if len(buf) - start < 4 + size:
                     self._make_room(4 + size - available)
                 break
-            frame = memoryview(self._buf)[self._start + 4 : self._start + 4 + size]
-            self._start += 4 + size
-            self._dispatch(frame)
+            self._start = start + 4 + size
+            self._dispatch(memoryview(buf)[start + 4 : start + 4 + size])
         if self._start == self._end:
             self._start = self._end = 0
         self._flush_out()
@@ -157,7 +165,7 @@ class Processor(asyncio.BufferedProtocol):
     def _dispatch(self, frame: memoryview) -> None:
         server = self.server
         try:
-            header = server.parse_header(frame)
+            header = self._parse_header(frame)
         except ProtocolError as e:
             log.warning("Closing connection %s: invalid request header: %s", self.connection_id, e)
             self.close()
@@ -187,7 +195,9 @@ class Processor(asyncio.BufferedProtocol):
             )
             self.close()
             return
-        if isinstance(result, Awaitable):
+        if result is None or type(result) in _READY:
+            self.send_response(result)
+        elif isinstance(result, Awaitable):
             self._muted = True
             server.request_channel.acquire()
             task = asyncio.ensure_future(result)
@@ -246,7 +256,7 @@ class Processor(asyncio.BufferedProtocol):
         """Queue a framed response: bytes, or a sequence of bytes and FileRegions (fetch)."""
         if response is None or self.transport is None or self._closed:
             return
-        if isinstance(response, bytes | bytearray | memoryview):
+        if type(response) in _FRAMED or isinstance(response, bytes | bytearray | memoryview):
             self._out.append(response)
         elif not any(isinstance(part, FileRegion) for part in response):
             self._out.extend(response)

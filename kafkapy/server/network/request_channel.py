@@ -9,9 +9,8 @@ clients through TCP) until handlers finish, exactly the effect Kafka's full queu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -30,7 +29,6 @@ class Request:
     connection_id: str
     client_host: str
     listener_name: str
-    start_ns: int = field(default_factory=time.monotonic_ns)
     context: Any = None
 
 
