@@ -80,8 +80,11 @@ class Processor(asyncio.BufferedProtocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             cfg = self.server.config
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, max(cfg.socket_send_buffer_bytes, 65536))
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, max(cfg.socket_receive_buffer_bytes, 65536))
+            # -1 keeps the OS default (and with it the kernel's buffer auto-tuning), as in Kafka.
+            if cfg.socket_send_buffer_bytes != -1:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, cfg.socket_send_buffer_bytes)
+            if cfg.socket_receive_buffer_bytes != -1:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.socket_receive_buffer_bytes)
         local = transport.get_extra_info("sockname") or ("", 0)
         peer = transport.get_extra_info("peername") or ("", 0)
         self.client_host = str(peer[0])
