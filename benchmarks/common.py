@@ -70,3 +70,20 @@ def throughput(records: int, record_size: int, window: Window) -> dict[str, floa
         "broker_cpu_s_per_gb": window.cpu_s / (payload / GB) if payload else 0.0,
         "broker_cpu_util": window.cpu_s / window.wall_s,
     }
+
+
+def python_speed_ms(iterations: int = 2_000_000) -> float:
+    """Milliseconds this process takes for a fixed pure-Python loop (best of three).
+
+    The machines here are shared virtual machines whose CPU speed drifts by up to 2x within a
+    minute (this loop was timed at 172-348 ms in one minute on an idle 2-core machine), so a
+    workload's absolute rate is recorded next to the speed the machine had when it ran.
+    """
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(iterations):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return best * 1000

@@ -159,6 +159,18 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{_fmt(entry.get('ratio'))} | {frac_loop} | {frac_disk} |"
             )
     loads = results.get("loadavg_after_round", {})
+    probes = {
+        b: [r["python_speed_ms"] for r in results["samples"].get(b, {}).get("small_requests/100B", [])
+            if "python_speed_ms" in r]
+        for b in BROKERS
+    }  # fmt: skip
+    if any(probes.values()):
+        lines += [
+            "",
+            "Speed probe around each small-requests run (ms for a fixed pure-Python loop in the client;"
+            " lower is a faster machine; it drifts up to 2x on these shared machines): "
+            + "; ".join(f"{b} {', '.join(f'{v:.0f}' for v in probes[b])}" for b in BROKERS),
+        ]
     lines += [
         "",
         "1-minute load average after each round (2 cores: above ~2 the machine was shared): "

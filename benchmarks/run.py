@@ -33,12 +33,13 @@ if __name__ == "__main__":  # run as a script: import the package, not sibling m
     sys.path.insert(0, str(REPO))
 
 from benchmarks import brokers, ceilings, clients, consume, latency, produce, report, small_requests  # noqa: E402
-from benchmarks.common import create_topics  # noqa: E402
+from benchmarks.common import create_topics, python_speed_ms  # noqa: E402
 
 SIZES = {"full": {1024: 200_000, 100: 1_000_000}, "quick": {1024: 30_000, 100: 150_000}}
 # (records/s, seconds): the fixed moderate rate, and a low one that Tansu also sustains
 LATENCY = {"full": ((5000, 10.0), (1000, 6.0)), "quick": ((5000, 3.0), (1000, 2.5))}
 SMALL_REQUESTS = {"full": 60_000, "quick": 15_000}
+SMALL_REPEATS = {"full": 3, "quick": 1}  # per round: a run takes ~1-2 s, and the machine's speed drifts
 CLIENT_RECORDS = {"full": 50_000, "quick": 5_000}
 CONSUME_REPEATS = {"full": 2, "quick": 1}  # per round and per consumer configuration
 LATENCY_TOPIC, SMALL_TOPIC = "bench-latency", "bench-small"
@@ -99,9 +100,12 @@ def one_round(name: str, work: Path, mode: str, version: int, with_clients: bool
             samples[key] = [r]
             _log(f"  {name} {key}: {_brief(r)}")
         key = "small_requests/100B"
-        r = small_requests.run(broker, SMALL_TOPIC, version, SMALL_REQUESTS[mode])
-        samples[key] = [r]
-        _log(f"  {name} {key}: {_brief(r)}")
+        for _ in range(SMALL_REPEATS[mode]):
+            probe = python_speed_ms()
+            r = small_requests.run(broker, SMALL_TOPIC, version, SMALL_REQUESTS[mode])
+            r["python_speed_ms"] = (probe + python_speed_ms()) / 2
+            samples.setdefault(key, []).append(r)
+            _log(f"  {name} {key}: {_brief(r)}, speed probe {r['python_speed_ms']:.0f} ms")
         if with_clients and name == "kafkapy":
             out["clients"] = clients.run(
                 broker, CLIENT_RECORDS[mode], lambda t: create_topics(broker.bootstrap, {t: 1})
