@@ -236,12 +236,39 @@ def encode_produce_response_frame(
     Partition results may be plain tuples in ProducePartitionResponse's field order.
     """
     _check_version(version)
+    if len(topics) == 1 and throttle_time_ms == 0 and version >= 5:
+        # Nearly every answer: one partition, no error message. Only its fixed row changes
+        # between responses; the bytes around it are cached per (version, topic).
+        name, partitions = topics[0]
+        if len(partitions) == 1:
+            index, error_code, base_offset, log_append_time_ms, log_start_offset, record_errors, message = (
+                partitions[0]
+            )
+            if not record_errors and message is None:
+                head, tail = _one_partition_layout(version, name)
+                row = _INDEX_ERROR_BASE_TIME_START.pack(
+                    index, error_code, base_offset, log_append_time_ms, log_start_offset
+                )
+                size = _SIZE_CORRELATION.size + len(head) + len(row) + len(tail) - 4
+                return bytearray(b"".join((_SIZE_CORRELATION.pack(size, correlation_id), head, row, tail)))
     out = bytearray(_SIZE_CORRELATION.pack(0, correlation_id))
     if version >= FIRST_FLEXIBLE:
         out.append(0)  # response header v1: no tagged fields
     _write_body(out, version, topics, throttle_time_ms)
     _SIZE_CORRELATION.pack_into(out, 0, len(out) - 4, correlation_id)
     return out
+
+
+@functools.lru_cache(maxsize=1024)  # bounded: names come off the wire
+def _one_partition_layout(version: int, name: str) -> tuple[bytes, bytes]:
+    """(header tags + body up to the partition row, body after it) of a one-partition answer
+    with no error message and no throttle, cut out of what the general writer produces."""
+    flexible = version >= FIRST_FLEXIBLE
+    body = bytearray()
+    _write_body(body, version, [(name, [(0, 0, 0, 0, 0, (), None)])], 0)
+    row_at = (2 if flexible else 8) + len(_encoded_name(name, flexible))  # two counts and the name
+    head = (b"\x00" if flexible else b"") + bytes(body[:row_at])
+    return head, bytes(body[row_at + _INDEX_ERROR_BASE_TIME_START.size :])
 
 
 def _write_body(

@@ -148,8 +148,7 @@ class Partition:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {self.tp} on broker {self.local_broker_id}"
             )
-        min_isr = self.log.config.min_insync_replicas
-        if required_acks == -1 and len(self.isr) < min_isr:
+        if required_acks == -1 and len(self.isr) < (min_isr := self.log.config.min_insync_replicas):
             raise NotEnoughReplicasException(
                 f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the min.isr "
                 f"requirement of {min_isr} for partition {self.tp}"

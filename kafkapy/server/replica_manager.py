@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,7 +242,7 @@ class ReplicaManager:
     # -- produce --------------------------------------------------------------------------------
 
     def append_records(
-        self, required_acks: int, entries: list[tuple[TopicPartition, Any]]
+        self, required_acks: int, entries: Iterable[tuple[TopicPartition, Any]]
     ) -> dict[TopicPartition, ProduceResult]:
         """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`)."""
         results: dict[TopicPartition, ProduceResult] = {}

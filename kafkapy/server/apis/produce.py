@@ -61,7 +61,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
                 entries[tp] = records
     replica_manager = apis.server.replica_manager
     if entries:
-        results.update(replica_manager.append_records(acks, list(entries.items())))
+        results.update(replica_manager.append_records(acks, entries.items()))
     if acks == 0:
         if any(r is not None and r.error_code for r in results.values()):
             from kafkapy.protocol.errors import ProtocolError

@@ -81,6 +81,22 @@ def test_produce_response_matches_the_generic_codec(version: int) -> None:
     assert ours == generic
 
 
+@pytest.mark.parametrize("version", PRODUCE_VERSIONS)
+@pytest.mark.parametrize("name", ["t", "x" * 200])  # a one- and a two-byte compact length
+@pytest.mark.parametrize(
+    "row", [produce.ProducePartitionResponse(0, 0, 42, -1, 7), produce.ProducePartitionResponse(3, 6, -1, 5, 0)]
+)
+def test_produce_response_frame_is_header_plus_body(
+    version: int, name: str, row: produce.ProducePartitionResponse
+) -> None:
+    """The framed answer (one-partition fast path included) is exactly size + header + body."""
+    for results in ([(name, [row])], [(name, [row, row._replace(index=9)])]):
+        frame = bytes(produce.encode_produce_response_frame(version, 1234, results))
+        body = produce.encode_produce_response(version, results)
+        header = framing.encode_response_header(1234, framing.response_header_version(0, version))
+        assert frame == framing.frame(header, body)
+
+
 @pytest.fixture
 def segment_file() -> Iterator[tuple[int, bytes]]:
     data = bytes(range(256)) * 4
