@@ -159,7 +159,7 @@ class Partition:
 
     def maybe_increment_high_watermark(self, at_ms: int | None = None) -> bool:
         """Move the high watermark up to what every replica that counts has; True if it moved."""
-        if self.leader_id != self.local_broker_id:
+        if not self.is_leader:
             return False
         log = self.log
         new_hw = log.log_end_offset

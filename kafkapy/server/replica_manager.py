@@ -250,7 +250,7 @@ class ReplicaManager:
         for tp, records in entries:
             try:
                 partition = partitions.get(tp)
-                if partition is None or partition.leader_id != partition.local_broker_id:
+                if partition is None or not partition.is_leader:
                     partition = self.leader_partition(tp)  # raises the error that says why
                 info = partition.append_records_to_leader(records, required_acks)
                 results[tp] = ProduceResult(

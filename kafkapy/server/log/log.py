@@ -244,7 +244,7 @@ class Log(RetentionAndTruncation):
             segment = self.roll(first)
         segment.append(last, max_ts, offset_of_max_ts, buf)
         self._next_offset = last + 1
-        if last + 1 - self.recovery_point >= config.flush_messages:
+        if self.unflushed_messages >= config.flush_messages:
             self.flush()
 
     def _check_timestamps(self, batches: list, now: int) -> None:

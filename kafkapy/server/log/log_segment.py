@@ -134,8 +134,7 @@ class LogSegment:
         position = self.log.size
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
-            self._ensure_offset_in_range(largest_offset)
+        self._ensure_offset_in_range(largest_offset)
         self.log.append(records)
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
@@ -190,18 +189,15 @@ class LogSegment:
 
     def should_roll(self, p: RollParams) -> bool:
         size = self.log.size
-        based = self._rolling_based_timestamp
-        # Asked on every append: the common case (the timestamp to roll by is known) is inline.
-        if based is not None and based >= 0:
-            waited = p.max_timestamp_in_messages - based
-        else:
-            waited = self._time_waited_for_roll(p.now, p.max_timestamp_in_messages)
+        reached_roll_ms = self._time_waited_for_roll(p.now, p.max_timestamp_in_messages) > (
+            p.max_segment_ms - self.roll_jitter_ms
+        )
         return (
             size > p.max_segment_bytes - p.messages_size
-            or (size > 0 and waited > p.max_segment_ms - self.roll_jitter_ms)
+            or (size > 0 and reached_roll_ms)
             or self.offset_index.is_full
             or self.time_index.is_full
-            or not 0 <= p.max_offset_in_messages - self.base_offset <= INT32_MAX
+            or not self.can_convert_to_relative_offset(p.max_offset_in_messages)
         )
 
     def _time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
