@@ -42,7 +42,7 @@ def one_round(tree: Path, small: int, records: int, small_only: bool) -> dict[st
             if not small_only:
                 spec = ProduceSpec(1024, "1", 1, records)
                 p = produce.run(broker, spec)
-                c = consume.run(broker, spec.topic, 1, 1024, records, extra={"fetch.queue.backoff.ms": 0})
+                c = consume.run(broker, spec.topic, 1, 1024, records, extra=consume.NO_BACKOFF)
                 figures["produce MB/s"] = float(p["mb_per_s"])
                 figures["produce cpu s/GB"] = float(p["broker_cpu_s_per_gb"])
                 figures["consume MB/s"] = float(c["mb_per_s"])

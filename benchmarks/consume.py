@@ -2,13 +2,18 @@
 
 The consumer is assigned the partitions directly (no group membership, no commits) with
 librdkafka's fetch defaults (fetch.wait.max.ms=500, fetch.max.bytes=50 MB, 1 MB per
-partition: ~2.4 MB fetches here). With those defaults the rate flips between two modes on
-any broker: once librdkafka's local queue holds more than queued.min.messages (100,000) or
+partition). With those defaults the rate flips between two modes on any broker: once
+librdkafka's local queue holds more than queued.min.messages (100,000 per partition) or
 queued.max.messages.kbytes (64 MB), its fetcher backs off for fetch.queue.backoff.ms
-(1,000 ms) -- measured here, setting that to 0 lifts 100 B consume on both brokers from
-~150-200k to ~550-850k records/s. So every topic is read both ways: with the defaults
-(repeated, spread reported) and with `fetch.queue.backoff.ms=0` (`NO_BACKOFF`), which is
-the broker-bound figure.
+(1,000 ms). A broker that delivers faster than the Python loop drains trips that back-off
+and then sits idle for most of a second, so the defaults reward the slower broker. Every
+topic is therefore read both ways: with the defaults (repeated, spread reported) and with
+`NO_BACKOFF`, which is the broker-bound figure.
+
+`NO_BACKOFF` raises both queue thresholds above any data set here, so the fetcher never backs
+off. It used to be `fetch.queue.backoff.ms=0`, which librdkafka serves by re-deciding in a
+busy loop (its fetch debug log showed ~200,000 "Fetch backoff for 0ms" lines in a one-second
+100 B run), and on 2 cores that loop took CPU from the consuming thread it was waiting for.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from benchmarks.brokers import RunningBroker
 from benchmarks.common import Window, throughput
 
-NO_BACKOFF: dict[str, object] = {"fetch.queue.backoff.ms": 0}
+# the largest values librdkafka accepts: 10M messages and 2 GB per partition queue
+NO_BACKOFF: dict[str, object] = {"queued.min.messages": 10_000_000, "queued.max.messages.kbytes": 2_097_151}
 
 
 def consumer_config(bootstrap: str) -> dict[str, object]:

@@ -3,8 +3,8 @@
     python benchmarks/profiling.py [--seconds S] [--rate HZ] [--out DIR]
 
 Starts ZooKeeper + one kafkapy broker and, for each workload (1 KB produce with
-confluent-kafka, 1 KB consume with confluent-kafka and fetch.queue.backoff.ms=0, pipelined
-single-record produce requests), keeps the workload running while `py-spy record` samples the
+confluent-kafka, 1 KB consume with confluent-kafka whose fetcher never backs off
+(consume.NO_BACKOFF), pipelined single-record produce requests), keeps the workload running while `py-spy record` samples the
 broker (Python frames only, no --native; idle threads not sampled; --nonblocking, so
 the broker is never paused by the sampler). Each workload is
 recorded twice: a speedscope JSON (open it at https://www.speedscope.app), from which the

@@ -3,8 +3,9 @@
     python benchmarks/run.py [--quick] [--rounds N] [--out DIR] [--skip-clients] [--profile]
 
 Measures the ceilings (loopback TCP, the log dir's disk), then for each round starts kafkapy
-(ZooKeeper + one broker) and runs every workload on it, stops it, and does the same with Tansu
-(memory storage): A B A B ... Workloads: produce (100 B and 1 KB records, acks=1 and all, 1
+(ZooKeeper + one broker) and Tansu (memory storage) side by side and runs each workload on one
+and then the other, A B, with the order flipped every round (B A); a ratio is the median of
+these back-to-back pairs. Workloads: produce (100 B and 1 KB records, acks=1 and all, 1
 and 6 partitions), consume of the acks=1 data (twice per round: librdkafka's 100 B consume
 rate is bimodal), end-to-end latency at a fixed rate, pipelined single-record produce
 requests, and Python clients (kafka-python, kafkapy's own) against kafkapy. Writes
@@ -15,6 +16,7 @@ under the 1 KB produce and consume workloads (benchmarks/profiling.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -24,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,51 +74,64 @@ def _brief(result: dict[str, Any]) -> str:
     return ", ".join(f"{k}={result[k]:,.2f}" for k in keys if k in result)
 
 
-def one_round(name: str, work: Path, mode: str, version: int, with_clients: bool) -> dict[str, Any]:
-    """Every workload once on a fresh broker: {"samples": {key: [result]}, "peak_rss": int, ...}."""
-    samples: dict[str, list[dict[str, Any]]] = {}
+def one_round(n: int, work: Path, mode: str, version: int, with_clients: bool) -> dict[str, Any]:
+    """Every workload on a fresh kafkapy and a fresh Tansu, both up: {"samples": {broker: {key: [result]}}}.
+
+    Each run of a workload goes to one broker and then straight to the other, and the order
+    flips every round, so the two figures of a pair come from the same few seconds of this
+    machine, whose speed drifts by up to 2x within a minute.
+    """
+    order = report.BROKERS if n % 2 == 0 else report.BROKERS[::-1]
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {b: {} for b in report.BROKERS}
     specs = produce_specs(mode)
     out: dict[str, Any] = {"samples": samples}
-    with brokers.start(name, work) as broker:
+    with contextlib.ExitStack() as stack:
+        running = {b: stack.enter_context(brokers.start(b, work)) for b in report.BROKERS}
+
+        def pair(key: str, run: Callable[[brokers.RunningBroker], dict[str, Any]]) -> None:
+            for name in order:
+                r = run(running[name])
+                samples[name].setdefault(key, []).append(r)
+                _log(f"  {name} {key}: {_brief(r)}")
+
         topics = {s.topic: s.partitions for s in specs} | {SMALL_TOPIC: 1}
         topics |= {f"{LATENCY_TOPIC}-{rate}": 1 for rate, _ in LATENCY[mode]}
-        create_topics(broker.bootstrap, topics)
+        for broker in running.values():
+            create_topics(broker.bootstrap, topics)
         for spec in specs:
-            r = produce.run(broker, spec)
-            samples.setdefault(spec.key, []).append(r)
-            _log(f"  {name} {spec.key}: {_brief(r)}")
+            pair(spec.key, partial(produce.run, spec=spec))
         for spec in specs:
             if spec.acks != "1":
                 continue
             for suffix, extra in (("", None), ("/no-backoff", consume.NO_BACKOFF)):
                 key = f"consume/{spec.record_size}B/p={spec.partitions}{suffix}"
+                read = partial(consume.run, topic=spec.topic, partitions=spec.partitions,
+                               record_size=spec.record_size, records=spec.records, extra=extra)  # fmt: skip
                 for _ in range(CONSUME_REPEATS[mode]):
-                    r = consume.run(
-                        broker, spec.topic, spec.partitions, spec.record_size, spec.records, extra
-                    )
-                    samples.setdefault(key, []).append(r)
-                    _log(f"  {name} {key}: {_brief(r)}")
+                    pair(key, read)
         for rate, seconds in LATENCY[mode]:
-            key = f"latency/1024B@{rate}/s"
-            r = latency.run(broker, f"{LATENCY_TOPIC}-{rate}", rate, seconds)
-            samples[key] = [r]
-            _log(f"  {name} {key}: {_brief(r)}")
-        key = "small_requests/100B"
-        for _ in range(SMALL_REPEATS[mode]):
+            topic = f"{LATENCY_TOPIC}-{rate}"
+            pair(f"latency/1024B@{rate}/s", partial(latency.run, topic=topic, rate=rate, seconds=seconds))
+
+        def small(broker: brokers.RunningBroker) -> dict[str, Any]:
             probe = python_speed_ms()
             r = small_requests.run(broker, SMALL_TOPIC, version, SMALL_REQUESTS[mode])
             r["python_speed_ms"] = (probe + python_speed_ms()) / 2
-            samples.setdefault(key, []).append(r)
-            _log(f"  {name} {key}: {_brief(r)}, speed probe {r['python_speed_ms']:.0f} ms")
-        if with_clients and name == "kafkapy":
+            return r
+
+        for _ in range(SMALL_REPEATS[mode]):
+            pair("small_requests/100B", small)
+        if with_clients:
+            kafkapy = running["kafkapy"]
             out["clients"] = clients.run(
-                broker, CLIENT_RECORDS[mode], lambda t: create_topics(broker.bootstrap, {t: 1})
+                kafkapy, CLIENT_RECORDS[mode], lambda t: create_topics(kafkapy.bootstrap, {t: 1})
             )
             for client, res in out["clients"].items():
                 _log(f"  python client {client}: {json.dumps(res, default=str)[:300]}")
-        out["peak_rss"] = broker.peak_rss_bytes()
+        out["peak_rss"] = {b: running[b].peak_rss_bytes() for b in report.BROKERS}
         out["loadavg"] = _loadavg()
-        _log(f"  {name} peak RSS {out['peak_rss'] / 1e6:,.0f} MB, load average {out['loadavg']}")
+        _log(f"  peak RSS {json.dumps({b: round(v / 1e6) for b, v in out['peak_rss'].items()})} MB, "
+             f"load average {out['loadavg']}")  # fmt: skip
     return out
 
 
@@ -207,15 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         loadavg: dict[str, list[float]] = {b: [] for b in report.BROKERS}
         client_runs: list[dict[str, Any]] = []
         for n in range(args.rounds):
+            _log(f"round {n + 1}/{args.rounds}: kafkapy and Tansu")
+            r = one_round(n, work / f"round{n}", mode, version, not args.skip_clients)
             for name in report.BROKERS:
-                _log(f"round {n + 1}/{args.rounds}: {name}")
-                r = one_round(name, work / f"round{n}", mode, version, not args.skip_clients)
-                for key, values in r["samples"].items():
+                for key, values in r["samples"][name].items():
                     samples[name].setdefault(key, []).extend(values)
-                peak_rss[name].append(r["peak_rss"])
+                peak_rss[name].append(r["peak_rss"][name])
                 loadavg[name].append(r["loadavg"])
-                if "clients" in r:
-                    client_runs.append(r["clients"])
+            if "clients" in r:
+                client_runs.append(r["clients"])
         (rate, _), _ = LATENCY[mode]
         summary = report.summarize(samples)
         results |= {
