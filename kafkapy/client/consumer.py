@@ -27,6 +27,7 @@ from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer_coordinator import ConsumerCoordinator, RebalanceListener
 from kafkapy.client.group_offsets import GroupOffsets
 from kafkapy.client.network_client import NetworkClient
+from kafkapy.client.network_client_utils import await_metadata, send_and_receive
 from kafkapy.client.records import ConsumerRecord, decode_record_set
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -118,7 +119,7 @@ class SimpleConsumer:
     def topics(self) -> list[str]:
         """Every topic in the cluster, from a metadata response asked for now."""
         self.client.set_all_topics(True)
-        self.client.await_metadata([], self.timeout)
+        await_metadata(self.client, [], self.timeout)
         # The metadata we already hold may predate the all-topics switch: ask for a fresh one
         # and wait for it, rather than for an update that may never be due.
         start = self.client.cluster.updated_at
@@ -130,7 +131,7 @@ class SimpleConsumer:
 
     def partitions_for(self, topic: str) -> list[int]:
         """The topic's partitions (empty when it does not exist)."""
-        cluster = self.client.await_metadata([topic], self.timeout)
+        cluster = await_metadata(self.client, [topic], self.timeout)
         return [p.partition for p in cluster.partitions_for(topic) or ()]
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
@@ -201,15 +202,17 @@ class SimpleConsumer:
         left = dict(wanted)
         deadline = time.monotonic() + self.timeout
         while left:
-            cluster = self.client.await_metadata({tp.topic for tp in left}, self.timeout)
+            cluster = await_metadata(self.client, {tp.topic for tp in left}, self.timeout)
             by_node: dict[int, list[TopicPartition]] = {}
             for tp in left:
                 leader = cluster.leader_for(tp.topic, tp.partition)
                 if leader is not None:
                     by_node.setdefault(leader, []).append(tp)
             for node, tps in by_node.items():
-                resp = self.client.request(node, ApiKey.LIST_OFFSETS, _list_offsets_body(tps, left, self.isolation_level),
-                                           max_version=LIST_OFFSETS_MAX_VERSION)  # fmt: skip
+                body = _list_offsets_body(tps, left, self.isolation_level)
+                resp = send_and_receive(
+                    self.client, node, ApiKey.LIST_OFFSETS, body, max_version=LIST_OFFSETS_MAX_VERSION
+                )
                 for t in resp.topics:
                     for p in t.partitions:
                         tp = TopicPartition(t.name, p.partition_index)

@@ -38,6 +38,7 @@ from kafkapy.client.group_membership import (
     JoinedGroup,
 )
 from kafkapy.client.network_client import NetworkClient
+from kafkapy.client.network_client_utils import await_metadata
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.consumer_protocol import (
     decode_assignment,
@@ -230,7 +231,7 @@ class ConsumerCoordinator:
             for m in members
         }
         topics = {t for s in subscriptions.values() for t in s.topics}
-        self.client.await_metadata(topics, self.timeout)
+        await_metadata(self.client, topics, self.timeout)
         self._snapshot = self._partition_counts(topics)
         counts = {t: n for t, n in self._snapshot.items() if n is not None}
         result = assign(counts, subscriptions)

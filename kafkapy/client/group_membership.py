@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kafkapy.client.network_client import NetworkClient
+from kafkapy.client.network_client_utils import await_metadata, send_and_receive
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorLoadInProgressException,
@@ -175,7 +176,7 @@ class GroupMembership:
 
     def _find_coordinator(self) -> int:
         if self.coordinator is None:
-            self.client.await_metadata([], self.request_timeout)
+            await_metadata(self.client, [], self.request_timeout)
             node = self.client.least_loaded_node()
             if node is None:
                 raise _Retry("no broker to ask for the coordinator")
@@ -197,8 +198,9 @@ class GroupMembership:
         self, node: int, api_key: ApiKey, body: Any, max_version: int, timeout: float | None = None
     ) -> Any:
         try:
-            return self.client.request(node, api_key, body, timeout=timeout or self.request_timeout,
-                                       max_version=max_version)  # fmt: skip
+            return send_and_receive(
+                self.client, node, api_key, body, timeout=timeout or self.request_timeout, max_version=max_version
+            )
         except (NetworkException, TimeoutException) as e:
             self.coordinator_unknown()
             raise _Retry(f"{api_key.name} to node {node}: {e}") from e

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.network_client import NetworkClient
+from kafkapy.client.network_client_utils import await_metadata, send_and_receive
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorLoadInProgressException,
@@ -46,12 +47,12 @@ class GroupOffsets:
 
     def coordinator(self) -> int:
         if self._coordinator is None:
-            self.client.await_metadata([], self.timeout)
+            await_metadata(self.client, [], self.timeout)
             node = self.client.least_loaded_node()
             if node is None:
                 raise CoordinatorNotAvailableException("no broker available to find the coordinator")
-            resp = self.client.request(
-                node, ApiKey.FIND_COORDINATOR, {"key": self.group_id, "key_type": 0},
+            resp = send_and_receive(
+                self.client, node, ApiKey.FIND_COORDINATOR, {"key": self.group_id, "key_type": 0},
                 max_version=FIND_COORDINATOR_MAX_VERSION,
             )  # fmt: skip
             if resp.error_code:
@@ -86,7 +87,7 @@ class GroupOffsets:
         }
 
         def call(node: int) -> dict[TopicPartition, int | None]:
-            resp = self.client.request(node, ApiKey.OFFSET_FETCH, body, max_version=OFFSET_FETCH_MAX_VERSION)
+            resp = send_and_receive(self.client, node, ApiKey.OFFSET_FETCH, body, max_version=OFFSET_FETCH_MAX_VERSION)
             if resp.error_code in _RETRY:
                 raise _Retry()
             if resp.error_code:
@@ -123,8 +124,8 @@ class GroupOffsets:
         }
 
         def call(node: int) -> None:
-            resp = self.client.request(
-                node, ApiKey.OFFSET_COMMIT, body, max_version=OFFSET_COMMIT_MAX_VERSION
+            resp = send_and_receive(
+                self.client, node, ApiKey.OFFSET_COMMIT, body, max_version=OFFSET_COMMIT_MAX_VERSION
             )
             for t in resp.topics:
                 for p in t.partitions:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from kafkapy.client.cluster import BrokerNode, ClusterMetadata
+from kafkapy.client.cluster_connection_states import ClusterConnectionStates
 from kafkapy.client.connection import ConnectionClosedError, RequestTimeoutError
 from kafkapy.client.metadata import MetadataRefresh
 from kafkapy.client.node_connection import NodeConnection, ResponseCallback, State
@@ -65,8 +66,6 @@ class NetworkClient:
     ) -> None:
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
-        self.reconnect_backoff = reconnect_backoff_ms / 1000
-        self.reconnect_backoff_max = max(reconnect_backoff_max_ms, reconnect_backoff_ms) / 1000
         self.retry_backoff = retry_backoff_ms / 1000
         self.metadata_max_age = metadata_max_age_ms / 1000
         self.max_in_flight = max_in_flight
@@ -82,7 +81,7 @@ class NetworkClient:
         self._metadata = MetadataRefresh(self.metadata_max_age, self.retry_backoff, self.request_timeout)
         self._metadata.allow_auto_topic_creation = allow_auto_topic_creation
         self._conns: dict[int, NodeConnection] = {}
-        self._backoff: dict[int, tuple[float, int]] = {}  # node -> (next attempt time, failures)
+        self._states = ClusterConnectionStates(reconnect_backoff_ms / 1000, reconnect_backoff_max_ms / 1000)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -148,7 +147,7 @@ class NetworkClient:
             conn = self._conns.get(node_id)
             if conn is not None and conn.state is not State.DISCONNECTED:
                 load = len(conn.in_flight)
-            elif self._backoff.get(node_id, (0.0, 0))[0] > now:
+            elif self._states.is_blacked_out(node_id, now):
                 continue
             else:
                 load = self.max_in_flight  # connecting costs a round trip
@@ -172,7 +171,7 @@ class NetworkClient:
 
     def connection_failed(self, node_id: int) -> bool:
         """Whether `node_id` is waiting out a reconnect backoff after a failure."""
-        return self._backoff.get(node_id, (0.0, 0))[0] > time.monotonic()
+        return self._states.is_blacked_out(node_id, time.monotonic())
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         if node_id is not None:
@@ -193,8 +192,7 @@ class NetworkClient:
         return min(high, theirs[1])
 
     def _connect(self, node_id: int) -> None:
-        now = time.monotonic()
-        if self._backoff.get(node_id, (0.0, 0))[0] > now:
+        if self._states.is_blacked_out(node_id, time.monotonic()):
             return
         broker = self._broker(node_id)
         if broker is None:
@@ -213,10 +211,7 @@ class NetworkClient:
         self._selector.register(conn.sock, selectors.EVENT_WRITE, conn)
 
     def _failed(self, node_id: int, exc: BaseException) -> None:
-        failures = self._backoff.get(node_id, (0.0, 0))[1] + 1
-        delay = min(self.reconnect_backoff * 2 ** (failures - 1), self.reconnect_backoff_max)
-        delay *= random.uniform(0.8, 1.2)  # jitter, as Kafka's reconnect.backoff
-        self._backoff[node_id] = (time.monotonic() + delay, failures)
+        delay = self._states.failed(node_id, time.monotonic())
         log.debug("connection to node %s failed (%s); retry in %.0f ms", node_id, exc, delay * 1000)
         self.request_metadata_update()
 
@@ -241,7 +236,7 @@ class NetworkClient:
         conn.close()
 
     def _on_connected(self, conn: NodeConnection) -> None:
-        self._backoff.pop(conn.node_id, None)
+        self._states.connected(conn.node_id)
 
         def on_versions(resp: Any, exc: BaseException | None, version: int = _API_VERSIONS_VERSION) -> None:
             if exc is not None:
@@ -409,50 +404,6 @@ class NetworkClient:
                         f"no response from node {node_id} ({conn.address}) within {self.request_timeout}s"
                     ),
                 )
-
-    # -- blocking helpers (single-threaded callers: the consumer, the tools) ----------------
-
-    def await_ready(self, node_id: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.ready(node_id):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RequestTimeoutError(f"node {node_id} not ready within {timeout}s")
-            self.poll(min(left, 0.05 if self.connection_failed(node_id) else left))
-
-    def request(self, node_id: int, api_key: ApiKey, body: Builder | Any, *, timeout: float | None = None,
-                max_version: int | None = None) -> Any:  # fmt: skip
-        """Send one request and poll until its response arrives; raise its failure."""
-        timeout = self.request_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        self.await_ready(node_id, timeout)
-        result: list[Any] = []
-        self.send(node_id, api_key, body, lambda r, e: result.append((r, e)), max_version=max_version)
-        while not result:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RequestTimeoutError(f"{api_key.name} to node {node_id}: no response within {timeout}s")
-            self.poll(left)
-        resp, exc = result[0]
-        if exc is not None:
-            raise exc
-        return resp
-
-    def await_metadata(self, topics: Iterable[str], timeout: float) -> ClusterMetadata:
-        """Poll until metadata names every topic in `topics` (or raise a timeout)."""
-        wanted = set(topics)
-        self.add_topics(wanted)
-        deadline = time.monotonic() + timeout
-        while True:
-            cluster = self.cluster
-            if cluster.updated_at and wanted <= set(cluster.topics) | set(cluster.topic_errors):
-                return cluster
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RequestTimeoutError(
-                    f"Topic(s) {sorted(wanted)} not present in metadata after {timeout}s"
-                )
-            self.poll(min(left, 0.1))
 
     def close(self) -> None:
         if self._closed:

@@ -15,6 +15,7 @@ from typing import Any
 
 from kafkapy.client.cluster import TopicPartition as ClientTP
 from kafkapy.client.consumer import EARLIEST, LATEST, ConsumerRecord, SimpleConsumer
+from kafkapy.client.network_client_utils import await_metadata
 from kafkapy.producer import KafkaProducer
 from kafkapy.protocol.errors import TimeoutException
 
@@ -57,7 +58,7 @@ class SourceClient:
     def _fresh_metadata(self, topics: Iterable[str]) -> Any:
         """Metadata newer than this call, so partitions added since the last look are seen."""
         client = self.consumer.client
-        cluster = client.await_metadata(topics, self.timeout_s)
+        cluster = await_metadata(client, topics, self.timeout_s)
         before = cluster.updated_at
         client.request_metadata_update()
         deadline = time.monotonic() + self.timeout_s

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kafkapy.client import group_membership
 from kafkapy.client.connection import ConnectionClosedError
 from kafkapy.client.group_membership import (
     NO_GENERATION,
@@ -48,7 +49,7 @@ def sync_resp(code: int = OK, assignment: bytes = b"") -> SimpleNamespace:
 
 
 class FakeClient:
-    """The NetworkClient calls GroupMembership makes, answered from per-API scripts; once a
+    """The client calls GroupMembership makes, answered from per-API scripts; once a
     script runs out, FindCoordinator/SyncGroup/Heartbeat/LeaveGroup succeed."""
 
     DEFAULTS: Mapping[ApiKey, Any] = {
@@ -86,6 +87,20 @@ class FakeClient:
 
     def close(self) -> None:
         self.closed = True
+
+
+@pytest.fixture(autouse=True)
+def blocking_calls_answered_by_the_fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GroupMembership's blocking calls (network_client_utils) go to FakeClient's scripts."""
+
+    def await_metadata(client: FakeClient, topics: Any, timeout: float) -> Any:
+        return client.await_metadata(topics, timeout)
+
+    def send_and_receive(client: FakeClient, node: int, api_key: ApiKey, body: Any, **kwargs: Any) -> Any:
+        return client.request(node, api_key, body, **kwargs)
+
+    monkeypatch.setattr(group_membership, "await_metadata", await_metadata)
+    monkeypatch.setattr(group_membership, "send_and_receive", send_and_receive)
 
 
 def member(client: FakeClient, **kwargs: Any) -> GroupMembership:
