@@ -233,8 +233,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     groups = [
         ("produce acks=1\n1 partition", "produce/{}B/acks=1/p=1"),
         ("produce acks=1\n6 partitions", "produce/{}B/acks=1/p=6"),
-        ("consume\n1 partition", "consume/{}B/p=1"),
-        ("consume\n6 partitions", "consume/{}B/p=6"),
+        ("consume, no back-off\n1 partition", "consume/{}B/p=1/no-backoff"),
+        ("consume, no back-off\n6 partitions", "consume/{}B/p=6/no-backoff"),
     ]
     colors = {"kafkapy": "#1f77b4", "tansu": "#ff7f0e"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
