@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +52,6 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.2)
     return result
-
-
-@pytest.fixture
-def zk(kafkapy_cluster: KafkapyCluster) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=kafkapy_cluster.zookeeper_connect, timeout=10)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
 
 
 def partition_state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any]:

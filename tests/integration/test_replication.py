@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,15 +48,6 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.1)
-
-
-@pytest.fixture
-def zk(kafkapy_cluster: KafkapyCluster) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=kafkapy_cluster.zookeeper_connect, timeout=10)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
 
 
 def partition_state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any] | None:
