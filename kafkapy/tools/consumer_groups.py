@@ -15,13 +15,13 @@ for the legacy-consumer work and refused with a clear message until then.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from kafkapy.protocol.errors import KafkaError, error_name
+from kafkapy.tools.command_line import run_command
 from kafkapy.tools.consumer_groups_cmd import reset, zk_mode
 from kafkapy.tools.consumer_groups_cmd.describe import Printer, describe, list_groups, print_error
 from kafkapy.tools.consumer_groups_cmd.group_admin import GroupAdmin
@@ -296,16 +296,7 @@ def consumer_groups(ctx: click.Context, **params: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        code = consumer_groups.main(args, prog_name="kafkapy-consumer-groups", standalone_mode=False)
-    except click.ClickException as e:
-        click.echo(e.format_message(), err=True)
-        sys.exit(1)
-    except click.Abort:
-        sys.exit(1)
-    sys.exit(code or 0)
-
+    run_command(consumer_groups, "kafkapy-consumer-groups", argv)
 
 if __name__ == "__main__":
     main()

@@ -27,6 +27,7 @@ from kazoo.exceptions import NodeExistsError
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.tools.command_line import run_command
 
 # Kafka's command opens its ZooKeeper session with 30 s session and connection timeouts.
 ZK_TIMEOUT_MS = 30_000
@@ -130,20 +131,7 @@ def command(zookeeper: str | None, json_file: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        # Kafka: no arguments prints the tool's purpose and its usage, and exits 1.
-        with click.Context(command, info_name="kafkapy-preferred-replica-election", **_CONTEXT) as ctx:
-            click.echo(command.get_help(ctx), err=True)
-        sys.exit(1)
-    try:
-        command.main(args, prog_name="kafkapy-preferred-replica-election", standalone_mode=False)
-    except click.ClickException as e:
-        click.echo(e.format_message(), err=True)
-        sys.exit(1)
-    except click.Abort:
-        sys.exit(1)
-
+    run_command(command, "kafkapy-preferred-replica-election", argv, usage_if_no_args=True)
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,6 @@ a stack trace on stderr; one stderr line is easier for scripts and people alike.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ from click.core import ParameterSource
 
 from kafkapy.client.admin import DEFAULT_TIMEOUT_MS, AdminClient
 from kafkapy.server.properties import load_file
+from kafkapy.tools.command_line import run_command
 from kafkapy.tools.topic_command.admin_service import AdminClientTopicService
 from kafkapy.tools.topic_command.options import (
     USAGE_MESSAGE,
@@ -251,23 +251,7 @@ def kafka_topics(ctx: click.Context, **params: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        # Kafka: no arguments prints the tool's purpose and its usage, and exits 1.
-        with click.Context(kafka_topics, info_name="kafkapy-topics") as ctx:
-            click.echo(USAGE_MESSAGE, err=True)
-            click.echo(kafka_topics.get_help(ctx), err=True)
-        sys.exit(1)
-    try:
-        code = kafka_topics.main(args, prog_name="kafkapy-topics", standalone_mode=False)
-    except click.ClickException as e:
-        # An unknown option or a missing value: one line, like every other usage error.
-        click.echo(e.format_message(), err=True)
-        sys.exit(1)
-    except click.Abort:
-        sys.exit(1)
-    sys.exit(code or 0)
-
+    run_command(kafka_topics, "kafkapy-topics", argv, usage_if_no_args=True, purpose=USAGE_MESSAGE)
 
 if __name__ == "__main__":
     main()
