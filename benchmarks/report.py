@@ -4,8 +4,8 @@ Every figure is the median of its samples (one per round, or more where a worklo
 within a round) with the min-max spread beside it. A ratio is the median of kafkapy / Tansu
 over the pairs of back-to-back runs (run.py runs every sample on both brokers within seconds),
 so the machine's drift in speed cancels out of each pair; the ratio of the two medians is kept
-beside it in the JSON. Whether a higher ratio is better depends on the metric (throughput: higher; CPU per
-GB and latency: lower); the targets table says which way each target points.
+beside it in the JSON. Whether a higher ratio is better depends on the metric (throughput:
+higher; CPU per GB and latency: lower); the targets table says which way each target points.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def summarize(samples: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, 
                     entry[broker] = _stats(values)
             if all(b in entry for b in BROKERS) and entry["tansu"]["median"]:
                 entry["ratio_of_medians"] = entry["kafkapy"]["median"] / entry["tansu"]["median"]
-                entry["ratio"] = _paired_ratio(samples, key, metric) or entry["ratio_of_medians"]
+                paired = _paired_ratio(samples, key, metric)
+                entry["ratio"] = entry["ratio_of_medians"] if paired is None else paired
             out[key][metric] = entry
     return out
 
@@ -174,7 +175,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {key} | {_UNITS[metric]} | {_cell(k)} | {_cell(entry.get('tansu'))} | "
                 f"{_fmt(entry.get('ratio'))} | {frac_loop} | {frac_disk} |"
             )
-    loads = results.get("loadavg_after_round", {})
+    loads = results.get("loadavg_after_round", [])
     probes = {
         b: [r["python_speed_ms"] for r in results["samples"].get(b, {}).get("small_requests/100B", [])
             if "python_speed_ms" in r]
@@ -190,7 +191,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [
         "",
         "1-minute load average after each round (2 cores: above ~2 the machine was shared): "
-        + "; ".join(f"{b} {', '.join(f'{v:.1f}' for v in loads.get(b, []))}" for b in BROKERS),
+        + ", ".join(f"{v:.1f}" for v in loads),
         "",
         "Peak RSS (VmHWM) per round, MB (Tansu's memory storage holds the round's data in RSS): "
         + "; ".join(

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         results["meta"]["small_requests_produce_version"] = version
         samples: dict[str, dict[str, list[dict[str, Any]]]] = {b: {} for b in report.BROKERS}
         peak_rss: dict[str, list[int]] = {b: [] for b in report.BROKERS}
-        loadavg: dict[str, list[float]] = {b: [] for b in report.BROKERS}
+        loadavg: list[float] = []  # both brokers share each round
         client_runs: list[dict[str, Any]] = []
         for n in range(args.rounds):
             _log(f"round {n + 1}/{args.rounds}: kafkapy and Tansu")
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 for key, values in r["samples"][name].items():
                     samples[name].setdefault(key, []).extend(values)
                 peak_rss[name].append(r["peak_rss"][name])
-                loadavg[name].append(r["loadavg"])
+            loadavg.append(r["loadavg"])
             if "clients" in r:
                 client_runs.append(r["clients"])
         (rate, _), _ = LATENCY[mode]
