@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkapy.protocol.errors import (
+    NotEnoughReplicasAfterAppendException,
     NotEnoughReplicasException,
     NotLeaderOrFollowerException,
 )
@@ -31,7 +32,6 @@ from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.cluster.Partition")
 
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 UNKNOWN_OFFSET = -1
 
 
@@ -61,9 +61,12 @@ class RemoteReplica:
         self.last_fetch_leader_log_end_offset = leader_end_offset
         self.last_fetch_ms = fetch_ms
 
-    def reset(self, leader_end_offset: int, at_ms: int, caught_up_ms: int) -> None:
-        """A new leader epoch: the follower's position is unknown until it fetches again."""
-        self.log_end_offset = UNKNOWN_OFFSET
+    def reset(self, leader_end_offset: int, at_ms: int, caught_up_ms: int, new_epoch: bool) -> None:
+        """A LeaderAndIsr for this leader: catch-up times start over (a replica the controller
+        took out of the ISR no longer holds the high watermark back); in a new leader epoch the
+        follower's position is also unknown until it fetches again."""
+        if new_epoch:
+            self.log_end_offset = UNKNOWN_OFFSET
         self.last_fetch_leader_log_end_offset = leader_end_offset
         self.last_fetch_ms = at_ms
         self.last_caught_up_ms = caught_up_ms
@@ -115,9 +118,8 @@ class Partition:
             if r == self.local_broker_id:
                 continue
             replica = old.get(r) or RemoteReplica(r)
-            if new_epoch:
-                # Followers in the ISR get a full lag period to fetch from the new leader.
-                replica.reset(leo, at_ms, at_ms if r in self.isr else 0)
+            # Followers in the ISR get a full lag period to fetch from this leader, as in Kafka.
+            replica.reset(leo, at_ms, at_ms if r in self.isr else 0, new_epoch)
             self.remote_replicas[r] = replica
         self.maybe_increment_high_watermark(at_ms)
         return not was_leader
@@ -222,7 +224,7 @@ class Partition:
             return True, NotLeaderOrFollowerException.code
         if self.log.high_watermark >= required_offset:
             if len(self.isr) < self.log.config.min_insync_replicas:
-                return True, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                return True, NotEnoughReplicasAfterAppendException.code
             return True, 0
         return False, 0
 

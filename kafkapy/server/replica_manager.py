@@ -25,6 +25,7 @@ from kafkapy.protocol.errors import (
     KafkaStorageException,
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
+    TimeoutException,
     UnknownTopicOrPartitionException,
     error_code,
 )
@@ -166,6 +167,9 @@ class ReplicaManager:
             # Stop fetching first: nothing from the old leader may land after we lead.
             self.fetcher_manager.remove_fetcher_for_partitions([tp])
             partition.make_leader(ps, request.controller_epoch, topic_id)
+            # A shrunken ISR or a new epoch can satisfy (or fail) acks=all produces and fetches
+            # waiting here: answer them now, not at their timeout (Kafka's makeLeader does too).
+            self._complete_delayed(tp)
             role = "leader"
         else:
             restart = partition.is_leader or (partition.leader_id, partition.leader_epoch) != (
@@ -287,28 +291,32 @@ class ReplicaManager:
     async def await_isr(self, results: dict[TopicPartition, ProduceResult], timeout_ms: int) -> None:
         """acks=all: wait until every appended partition's high watermark passes its last offset."""
         pending = {tp: r for tp, r in results.items() if r.error_code == 0}
+        # Each partition's outcome is fixed the moment it is reached, as Kafka's DelayedProduce
+        # does: leadership may move on again before this coroutine resumes.
+        outcomes: dict[TopicPartition, int] = {}
 
         def can_complete() -> bool:
             for tp, r in pending.items():
+                if tp in outcomes:
+                    continue
                 partition = self.partitions.get(tp)
                 if partition is None:
+                    outcomes[tp] = NotLeaderOrFollowerException.code
                     continue
-                done, _ = partition.check_enough_replicas_reached(r.last_offset + 1)
-                if not done:
-                    return False
-            return True
+                done, code = partition.check_enough_replicas_reached(r.last_offset + 1)
+                if done:
+                    outcomes[tp] = code
+            return len(outcomes) == len(pending)
 
         op = DelayedOperation(can_complete)
-        satisfied = await self.produce_purgatory.try_complete_else_watch(op, pending, timeout_ms)
+        await self.produce_purgatory.try_complete_else_watch(op, pending, timeout_ms)
         for tp, r in pending.items():
-            partition = self.partitions.get(tp)
-            if partition is None:
-                r.error_code = NotLeaderOrFollowerException.code
-                continue
-            done, code = partition.check_enough_replicas_reached(r.last_offset + 1)
-            r.error_code = code if done else 7  # REQUEST_TIMED_OUT
-            if not satisfied and not done:
+            code = outcomes.get(tp)
+            if code is None:
+                r.error_code = TimeoutException.code
                 r.error_message = "Timed out waiting for the ISR"
+            else:
+                r.error_code = code
 
     # -- fetch ----------------------------------------------------------------------------------
 

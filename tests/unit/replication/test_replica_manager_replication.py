@@ -139,6 +139,43 @@ def test_follower_fetches_complete_an_acks_all_produce(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_leader_and_isr_shrinking_the_isr_answers_a_waiting_acks_all_produce_at_once(tmp_path: Path) -> None:
+    """The issue-12 stall: the controller shrinks the ISR of a partition this broker already
+    leads; the waiting produce must complete then, not at its 30 s timeout."""
+
+    async def scenario() -> None:
+        rm, _ = replica_manager(tmp_path)
+        rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
+        results = rm.append_records(-1, [(TP, batch(3))])
+        waiting = asyncio.ensure_future(rm.await_isr(results, 30_000))
+        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 3, 1 << 20)])
+        await asyncio.sleep(0)
+        assert not waiting.done()  # broker 2 is dead but still in the ISR
+        rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1], partition_epoch=1), {TP.topic: LogConfig()})
+        await asyncio.wait_for(waiting, 1)
+        assert results[TP].error_code == 0 and rm.partitions[TP].log.high_watermark == 3
+
+    asyncio.run(scenario())
+
+
+def test_a_produce_completed_by_losing_leadership_keeps_its_error_when_leadership_returns(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        rm, _ = replica_manager(tmp_path)
+        rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
+        results = rm.append_records(-1, [(TP, batch(3))])
+        waiting = asyncio.ensure_future(rm.await_isr(results, 30_000))
+        await asyncio.sleep(0)
+        rm.become_leader_or_follower(leader_and_isr(1, 2, [0, 1, 2]), {TP.topic: LogConfig()})
+        # Leadership comes back (with the records' fate unknown) before the handler resumes.
+        rm.become_leader_or_follower(leader_and_isr(0, 3, [0]), {TP.topic: LogConfig()})
+        await asyncio.wait_for(waiting, 1)
+        assert results[TP].error_code == 6  # NOT_LEADER_OR_FOLLOWER, never a late success
+
+    asyncio.run(scenario())
+
+
 def test_follower_fetch_reads_past_the_high_watermark(tmp_path: Path) -> None:
     rm, _ = replica_manager(tmp_path)
     rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
