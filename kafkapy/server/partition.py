@@ -31,6 +31,7 @@ from kafkapy.protocol.errors import (
 from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.cluster.Partition")
+state_change_log = logging.getLogger("state.change.logger")
 
 UNKNOWN_OFFSET = -1
 
@@ -107,11 +108,20 @@ class Partition:
         """Apply a LeaderAndIsr partition state naming this broker leader; True if it is new."""
         at_ms = now_ms() if at_ms is None else at_ms
         was_leader = self.is_leader
+        previous_epoch = self.leader_epoch
         new_epoch = state.leader_epoch > self.leader_epoch or not was_leader
         self._apply_state(state, controller_epoch, topic_id)
         leo = self.log.log_end_offset
         if new_epoch:
             self.leader_epoch_start_offset = leo
+            # Cached before any record is written in it: a follower holding records of a
+            # later epoch than any we have must still learn where ours began (KIP-101).
+            self.log.maybe_assign_epoch_start_offset(self.leader_epoch, leo)
+            state_change_log.info(
+                "[Broker id=%d] Leader %s starts at leader epoch %d from offset %d with high watermark %d. "
+                "Previous leader epoch was %d.", self.local_broker_id, self.tp, self.leader_epoch, leo,
+                self.log.high_watermark, previous_epoch,
+            )  # fmt: skip
         old = self.remote_replicas
         self.remote_replicas = {}
         for r in self.assignment:

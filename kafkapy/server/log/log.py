@@ -30,10 +30,18 @@ from kafkapy.server.log.fetch_data_info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
+from kafkapy.server.log.leader_epoch_cache import (
+    LEADER_EPOCH_CHECKPOINT,
+    UNDEFINED_EPOCH_OFFSET,
+    LeaderEpochCheckpointFile,
+    LeaderEpochFileCache,
+    OffsetAndEpoch,
+)
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_loader import load_log
 from kafkapy.server.log.log_retention import RetentionAndTruncation
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
+from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 from kafkapy.server.log.producer_state import ProducerStateManager
 
 logger = logging.getLogger("kafkapy.log.Log")
@@ -93,6 +101,7 @@ class Log(RetentionAndTruncation):
         self.last_flush_time = time_ms()
         self.producer_state = ProducerStateManager(self.name)
         self._rebuild_producer_state()
+        self.leader_epoch_cache = self._load_leader_epoch_cache(had_clean_shutdown, loaded.recovery_point)
         logger.info(
             "[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and log end offset %d in %d ms",
             self.name, os.path.dirname(dir_), len(self._segments), self.log_start_offset, self._next_offset,
@@ -199,6 +208,8 @@ class Log(RetentionAndTruncation):
             self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
             if updates:
                 self.producer_state.commit(updates)
+            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                self.maybe_assign_epoch_start_offset(leader_epoch, first_offset)
             return LogAppendInfo(
                 first_offset, offset - 1, max_timestamp, offset_of_max_timestamp,
                 now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
@@ -228,6 +239,14 @@ class Log(RetentionAndTruncation):
             updates = self.producer_state.prepare(((h, h.base_offset) for _, h in batches), verify=False)
             self._append(buf, first, expected - 1, max_timestamp, offset_of_max_timestamp)
             self.producer_state.commit(updates)
+            # The leader's epochs come with its batches; a follower runs this on its fetcher
+            # thread, so the checkpoint is written here and then, not scheduled.
+            cache, changed = self.leader_epoch_cache, False
+            for _, h in batches:
+                if h.partition_leader_epoch >= 0:
+                    changed = cache.assign(h.partition_leader_epoch, h.base_offset) or changed
+            if changed:
+                cache.flush()
             return LogAppendInfo(
                 first, expected - 1, max_timestamp, offset_of_max_timestamp, NO_TIMESTAMP,
                 self.log_start_offset, num_messages, buf.nbytes,
@@ -377,6 +396,72 @@ class Log(RetentionAndTruncation):
     def _rebuild_producer_state(self) -> None:
         self.producer_state.rebuild(h for s in self._segments.values() for _, h in s.log.batches_from(0))
 
+    # -- leader epochs (KIP-101) ----------------------------------------------------------------
+
+    def _load_leader_epoch_cache(self, had_clean_shutdown: bool, recovery_point: int) -> LeaderEpochFileCache:
+        """Read `leader-epoch-checkpoint` and make it agree with the log as loaded.
+
+        A missing or corrupt file is rebuilt from the epochs the batches carry; after an
+        unclean shutdown the batches from the recovery point on are read again too, since the
+        file may predate them (or name epochs of records recovery cut off).
+        """
+        checkpoint = LeaderEpochCheckpointFile(os.path.join(self.dir, LEADER_EPOCH_CHECKPOINT))
+        try:
+            entries = checkpoint.read()
+        except (CheckpointFormatError, OSError) as e:
+            logger.warning(
+                "[Log partition=%s, dir=%s] Leader epoch checkpoint %s is unreadable (%s); rebuilding it from the "
+                "log", self.name, os.path.dirname(self.dir), checkpoint.path, e,
+            )  # fmt: skip
+            entries = None
+        cache = LeaderEpochFileCache(self.name, checkpoint, entries or ())
+        changed = entries is None and os.path.exists(checkpoint.path)
+        if entries is None:
+            scan_from = self.log_start_offset
+        elif not had_clean_shutdown:
+            scan_from = recovery_point
+        else:
+            scan_from = None
+        if scan_from is not None and self._next_offset > scan_from:
+            first = max(self._segments.bisect_right(scan_from) - 1, 0)
+            for segment in self._segments.values()[first:]:
+                for _, h in segment.log.batches_from(0):
+                    if h.partition_leader_epoch >= 0 and h.next_offset > scan_from:
+                        changed = cache.assign(h.partition_leader_epoch, h.base_offset) or changed
+        changed = cache.truncate_from_end(self._next_offset) or changed
+        changed = cache.truncate_from_start(self.log_start_offset) or changed
+        if changed:
+            cache.flush()
+        return cache
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A leader's new epoch begins at `start_offset` (its log end offset when elected).
+
+        Runs on the event loop, so the checkpoint file is written by the scheduler's thread;
+        until it lands, an unclean restart rebuilds the entry from the batches written since.
+        """
+        with self._lock:
+            changed = self.leader_epoch_cache.assign(leader_epoch, start_offset)
+        if changed:
+            self._schedule(self.leader_epoch_cache.flush)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> OffsetAndEpoch | None:
+        """OffsetsForLeaderEpoch: the end offset of `leader_epoch` here and the epoch that
+        answer belongs to; None when this log cannot place the epoch."""
+        with self._lock:
+            found = self.leader_epoch_cache.end_offset_for(leader_epoch, self._next_offset)
+        return None if found.offset == UNDEFINED_EPOCH_OFFSET else found
+
+    def _schedule(self, task: Callable[[], None]) -> None:
+        if self._scheduler is not None:
+            self._scheduler(task)
+        else:
+            task()
+
     # -- timestamps -----------------------------------------------------------------------------
 
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
@@ -408,6 +493,8 @@ class Log(RetentionAndTruncation):
             if self._closed:
                 return
             self._closed = True
+            if not self.leader_epoch_cache.is_empty():
+                self.leader_epoch_cache.flush()  # a write the scheduler had not run yet
             for segment in self._segments.values():
                 segment.close()
 

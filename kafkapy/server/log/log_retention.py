@@ -17,6 +17,7 @@ from collections.abc import Callable
 from sortedcontainers import SortedDict
 
 from kafkapy.protocol.errors import OffsetOutOfRangeException
+from kafkapy.server.log.leader_epoch_cache import LeaderEpochFileCache
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_segment import LogSegment, segment_paths
 from kafkapy.server.log.producer_state import ProducerStateManager
@@ -32,6 +33,7 @@ class RetentionAndTruncation:
     config: LogConfig
     log_start_offset: int
     producer_state: ProducerStateManager
+    leader_epoch_cache: LeaderEpochFileCache
     _lock: threading.RLock
     _segments: SortedDict
     _high_watermark: int
@@ -79,6 +81,8 @@ class RetentionAndTruncation:
             )
             self.log_start_offset = new_log_start_offset
             self.producer_state.truncate_head(new_log_start_offset)
+            if self.leader_epoch_cache.truncate_from_start(new_log_start_offset):
+                self.leader_epoch_cache.flush()
             return True
 
     def _delete_retention_ms_breached(self) -> int:
@@ -134,6 +138,8 @@ class RetentionAndTruncation:
                 self.log_start_offset = first_base
                 self._high_watermark = max(self._high_watermark, first_base)
             self.producer_state.truncate_head(self.log_start_offset)
+            if self.leader_epoch_cache.truncate_from_start(self.log_start_offset):
+                self.leader_epoch_cache.flush()
             return len(deletable)
 
     def _deletable_segments(self, predicate: Predicate) -> list[LogSegment]:
@@ -173,6 +179,8 @@ class RetentionAndTruncation:
             self.log_start_offset = min(self.log_start_offset, target_offset)
             self._after_truncation()
             self._rebuild_producer_state()
+            if self.leader_epoch_cache.truncate_from_end(target_offset):
+                self.leader_epoch_cache.flush()
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -189,6 +197,8 @@ class RetentionAndTruncation:
             self._next_offset = self.log_start_offset = new_offset
             self._after_truncation()
             self.producer_state.truncate()
+            if self.leader_epoch_cache.clear():
+                self.leader_epoch_cache.flush()
 
     def _after_truncation(self) -> None:
         self._hw_position = None

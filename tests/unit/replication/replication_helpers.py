@@ -31,6 +31,11 @@ class OffsetsLog:
     def high_watermark(self, value: int) -> None:
         self._high_watermark = min(max(value, self.log_start_offset), self.log_end_offset)
 
+    epochs: dict[int, int] = field(default_factory=dict)  # leader epoch -> start offset
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        self.epochs.setdefault(leader_epoch, start_offset)
+
 
 @dataclass
 class State:
