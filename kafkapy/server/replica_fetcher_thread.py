@@ -6,11 +6,11 @@ that blocks in recv costs nothing while the event loop serves clients). Each par
 
   truncating -> fetching (-> delayed for replica.fetch.backoff.ms after an error -> fetching)
 
-Truncation is the pre-KIP-101 rule: cut the log to its high watermark, because anything past
-it may never have been committed by the old leader; the records are fetched again from the new
-leader. (OffsetsForLeaderEpoch truncation would keep them; kafkapy has no leader epoch cache
-yet. The known cost is KIP-101's corner case: a follower that truncated and becomes leader
-before refetching can lose records a second failure would have exposed.)
+Truncation follows KIP-101/KIP-279 (kafkapy/server/follower_truncation.py): the partitions
+still truncating are sent to the leader in one OffsetsForLeaderEpoch request with the latest
+epoch each log holds, and each log is cut where the leader says that epoch ends (asking again
+when the leader answers with an older epoch). Only a log that carries no epochs at all falls
+back to the pre-KIP-101 rule of cutting at its high watermark.
 
 Appends go straight to the Log, which has its own lock; this thread never touches Partition or
 ReplicaManager state, which live on the event loop. `_lock` guards the partition map and is
@@ -29,8 +29,23 @@ from typing import Any
 
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, OffsetOutOfRangeException, ProtocolError, for_code
-from kafkapy.protocol.record_batch import iter_batches
+from kafkapy.protocol.errors import (
+    KafkaError,
+    OffsetOutOfRangeException,
+    ProtocolError,
+    UnsupportedVersionException,
+    for_code,
+)
+from kafkapy.server.follower_rules import (
+    OFFSET_FOR_LEADER_EPOCH_VERSIONS,
+    EpochQuery,
+    OffsetTruncationState,
+    epoch_request,
+    follower_high_watermark,
+    follower_records,
+    offset_truncation_state,
+    out_of_range_action,
+)
 from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
@@ -91,48 +106,8 @@ class PartitionFetchState:
     def ready(self, now: float) -> bool:
         return not self.truncating and self.delayed_until <= now
 
-
-# -- pure pieces ------------------------------------------------------------------------------
-
-
-def follower_records(records: Any, fetch_offset: int) -> memoryview | None:
-    """The whole batches of a fetched record set that end at or after `fetch_offset`.
-
-    A leader's response may stop mid-batch (the size limit cuts file bytes, not batches), and
-    may start with a batch holding offsets below the fetch offset; both ends are trimmed.
-    """
-    if records is None:
-        return None
-    view = memoryview(records).cast("B") if not isinstance(records, memoryview) else records
-    start = end = None
-    for position, header in iter_batches(view):
-        if header.next_offset <= fetch_offset:
-            continue
-        if start is None:
-            start = position
-        end = position + header.size
-    if start is None or end is None:
-        return None
-    return view[start:end]
-
-
-def out_of_range_action(fetch_offset: int, leader_log_start: int, leader_hw: int) -> tuple[str, int] | None:
-    """What a follower does when the leader says its fetch offset is out of range.
-
-    Below the leader's log start offset: start over empty at the leader's log start offset.
-    Above: the leader's log is shorter than ours (an unclean election), so cut ours back. Kafka
-    asks the leader for its log end offset; the fetch response carries the high watermark, a
-    lower bound of it, so we cut to that and fetch the rest again.
-    """
-    if leader_log_start >= 0 and fetch_offset < leader_log_start:
-        return "truncate_fully", leader_log_start
-    if 0 <= leader_hw < fetch_offset:
-        return "truncate_to", leader_hw
-    return None
-
-
-def follower_high_watermark(leader_hw: int, follower_log_end_offset: int) -> int:
-    return min(leader_hw, follower_log_end_offset)
+    def ready_to_truncate(self, now: float) -> bool:
+        return self.truncating and self.delayed_until <= now
 
 
 # -- the thread -------------------------------------------------------------------------------
@@ -230,11 +205,15 @@ class ReplicaFetcherThread(threading.Thread):
 
     def do_work(self) -> None:
         with self._lock:
-            self._truncate_pending()
-            request, offsets = self._build_request()
-            if request is None:
-                self._lock.wait(self._idle_wait())
-                return
+            queries = self._epoch_queries()
+            if not queries:
+                request, offsets = self._build_request()
+                if request is None:
+                    self._lock.wait(self._idle_wait())
+                    return
+        if queries:
+            self._truncate_to_epoch_end_offsets(queries)
+            return
         try:
             response = self._fetch(request)
         except (KafkaError, OSError) as e:
@@ -258,20 +237,94 @@ class ReplicaFetcherThread(threading.Thread):
         delays = [s.delayed_until - now for s in self._partitions.values() if s.delayed_until > now]
         return max(min(delays), 0.001) if delays else 1.0
 
-    def _truncate_pending(self) -> None:
+    # -- truncation (KIP-101, KIP-279) ------------------------------------------------------------
+
+    def _epoch_queries(self) -> dict[TopicPartition, tuple[PartitionFetchState, EpochQuery]]:
+        """The partitions to ask the leader about; a log without epochs is cut at once."""
+        now = time.monotonic()
+        queries = {}
         for tp, state in self._partitions.items():
-            if not state.truncating:
+            if not state.ready_to_truncate(now):
                 continue
-            the_log = state.log
-            try:
-                hw = the_log.high_watermark
-                log.info("%s Truncating partition %s to local high watermark %d", self, tp, hw)
-                the_log.truncate_to(hw)
-                state.fetch_offset = the_log.log_end_offset
-                state.truncating = False
-            except Exception:
-                log.exception("%s Error truncating %s", self, tp)
-                state.delayed_until = time.monotonic() + self.config.backoff_ms / 1000
+            latest = state.log.latest_epoch
+            if latest is None:
+                self._truncate_to_high_watermark(tp, state)
+            else:
+                queries[tp] = (state, EpochQuery(state.leader_epoch, latest))
+        return queries
+
+    def _truncate_to_high_watermark(self, tp: TopicPartition, state: PartitionFetchState) -> None:
+        hw = state.log.high_watermark
+        log.info("%s Truncating partition %s to local high watermark %d", self, tp, hw)
+        self._truncate(tp, state, OffsetTruncationState(hw, True))
+
+    def _truncate(self, tp: TopicPartition, state: PartitionFetchState, truncation: OffsetTruncationState) -> None:
+        try:
+            state.log.truncate_to(truncation.offset)
+        except Exception:
+            log.exception("%s Error truncating %s", self, tp)
+            self._delay([tp])
+            return
+        if truncation.completed:
+            state.fetch_offset = state.log.log_end_offset
+            state.truncating = False
+
+    def _truncate_to_epoch_end_offsets(
+        self, queries: dict[TopicPartition, tuple[PartitionFetchState, EpochQuery]]
+    ) -> None:
+        request = epoch_request(self.broker_id, {tp: q for tp, (_, q) in queries.items()})
+        try:
+            response = self._send_epoch_request(request)
+        except UnsupportedVersionException as e:
+            log.warning("%s Leader %s cannot answer OffsetsForLeaderEpoch (%s): truncating to the high "
+                        "watermark", self, self.leader, e)  # fmt: skip
+            with self._lock:
+                for tp, (state, _) in queries.items():
+                    if self._partitions.get(tp) is state and state.truncating:
+                        self._truncate_to_high_watermark(tp, state)
+            return
+        except (KafkaError, OSError) as e:
+            if self._stopping.is_set():
+                return
+            log.warning("%s Error sending OffsetsForLeaderEpoch request to broker %s: %s", self, self.leader, e)
+            self._conn.close()
+            with self._lock:
+                self._delay(queries)
+            return
+        with self._lock:
+            answered = set()
+            for topic in response.topics:
+                for pd in topic.partitions:
+                    tp = TopicPartition(topic.topic, pd.partition)
+                    answered.add(tp)
+                    asked = queries.get(tp)
+                    # Removed, re-added (a new leader epoch) or done meanwhile: the answer is stale.
+                    if asked is None or self._partitions.get(tp) is not asked[0] or not asked[0].truncating:
+                        continue
+                    self._apply_epoch_end_offset(tp, asked[0], pd)
+            self._delay(tp for tp in queries if tp not in answered)
+
+    def _send_epoch_request(self, request: dict[str, Any]) -> Any:
+        self._ensure_versions()
+        version = self._conn.pick_version(ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSIONS)
+        return self._conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, version, request)
+
+    def _apply_epoch_end_offset(self, tp: TopicPartition, state: PartitionFetchState, pd: Any) -> None:
+        if pd.error_code:
+            log.info("%s Error getting the end offset of its latest epoch for %s from %s: %s; backing off",
+                     self, tp, self.leader, for_code(pd.error_code).name)  # fmt: skip
+            self._delay([tp])
+            return
+        the_log = state.log
+        truncation = offset_truncation_state(
+            pd.leader_epoch, pd.end_offset, the_log.log_end_offset, the_log.high_watermark,
+            the_log.end_offset_for_epoch,
+        )  # fmt: skip
+        log.info(
+            "%s Truncating partition %s with %s due to leader epoch and offset EpochEndOffset(errorCode=0, "
+            "partition=%s, leaderEpoch=%d, endOffset=%d)", self, tp, truncation, tp, pd.leader_epoch, pd.end_offset,
+        )  # fmt: skip
+        self._truncate(tp, state, truncation)
 
     def _build_request(self) -> tuple[dict[str, Any] | None, dict[TopicPartition, int]]:
         now = time.monotonic()
@@ -307,10 +360,13 @@ class ReplicaFetcherThread(threading.Thread):
         }
         return request, offsets
 
-    def _fetch(self, request: dict[str, Any]) -> Any:
+    def _ensure_versions(self) -> None:
         if self._version is None or not self._conn.connected:
             self._conn.api_versions()
             self._version = self._conn.pick_version(ApiKey.FETCH, (MIN_FETCH_VERSION, MAX_FETCH_VERSION))
+
+    def _fetch(self, request: dict[str, Any]) -> Any:
+        self._ensure_versions()
         return self._conn.send(ApiKey.FETCH, self._version, request)
 
     def _delay(self, tps: Iterable[TopicPartition]) -> None:
@@ -373,6 +429,9 @@ class ReplicaFetcherThread(threading.Thread):
         )  # fmt: skip
         if kind == "truncate_fully":
             the_log.truncate_fully_and_start_at(offset)
+            state.fetch_offset = the_log.log_end_offset
+        elif the_log.latest_epoch is None:
+            the_log.truncate_to(offset)  # no epochs to ask about: the leader's high watermark
+            state.fetch_offset = the_log.log_end_offset
         else:
-            the_log.truncate_to(offset)
-        state.fetch_offset = the_log.log_end_offset
+            state.truncating = True

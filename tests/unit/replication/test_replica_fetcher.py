@@ -11,7 +11,14 @@ import pytest
 from replication_helpers import TP, batch
 
 from kafkapy.client.connection import ConnectionClosedError
-from kafkapy.protocol.errors import NotLeaderOrFollowerException, OffsetOutOfRangeException
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    NotLeaderOrFollowerException,
+    OffsetOutOfRangeException,
+    UnsupportedVersionException,
+)
+from kafkapy.protocol.record_batch import build_batch
+from kafkapy.server.follower_rules import follower_high_watermark, follower_records, out_of_range_action
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.topic_partition import TopicPartition
@@ -21,9 +28,6 @@ from kafkapy.server.replica_fetcher_thread import (
     FetcherConfig,
     InitialFetchState,
     ReplicaFetcherThread,
-    follower_high_watermark,
-    follower_records,
-    out_of_range_action,
 )
 
 LEADER = BrokerEndPoint(0, "127.0.0.1", 9092)
@@ -33,13 +37,20 @@ CONFIG = FetcherConfig(
 
 
 class FakeConnection:
-    """A leader that answers each Fetch with what `respond(request)` returns (or raises)."""
+    """A leader that answers each Fetch with what `respond(request)` returns (or raises), and
+    each OffsetsForLeaderEpoch with `respond_epochs(request)`: by default, every epoch asked
+    about ends at `leader_end_offset`."""
 
     def __init__(self, host: str, port: int, client_id: str = "", timeout: float = 30.0) -> None:
         self.client_id = client_id
         self.connected = False
         self.requests: list[dict[str, Any]] = []
+        self.epoch_requests: list[dict[str, Any]] = []
         self.respond: Any = lambda request: response()
+        self.leader_end_offset = 1 << 40
+        self.respond_epochs: Any = lambda request: epoch_response(
+            *(epoch_part(p["leader_epoch"], self.leader_end_offset) for p in request["topics"][0]["partitions"])
+        )
         self.closed = 0
 
     def api_versions(self) -> dict[int, tuple[int, int]]:
@@ -50,6 +61,10 @@ class FakeConnection:
         return min(ours[1], 16)
 
     def send(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+            assert version == 4
+            self.epoch_requests.append(body)
+            return self.respond_epochs(body)
         assert api_key == 1 and version == 12
         self.requests.append(body)
         return self.respond(body)
@@ -63,6 +78,14 @@ def response(*parts: Any, error_code: int = 0) -> Any:
     return SimpleNamespace(
         error_code=error_code, responses=[SimpleNamespace(topic=TP.topic, partitions=list(parts))]
     )
+
+
+def epoch_response(*parts: Any) -> Any:
+    return SimpleNamespace(topics=[SimpleNamespace(topic=TP.topic, partitions=list(parts))])
+
+
+def epoch_part(leader_epoch: int, end_offset: int, error_code: int = 0) -> Any:
+    return SimpleNamespace(partition=0, error_code=error_code, leader_epoch=leader_epoch, end_offset=end_offset)
 
 
 def part(records: Any = None, error_code: int = 0, hw: int = -1, log_start: int = 0, index: int = 0) -> Any:
@@ -115,7 +138,7 @@ def test_out_of_range_below_leader_start_starts_over_at_it() -> None:
 
 
 def test_out_of_range_above_leader_truncates_to_leader_high_watermark() -> None:
-    assert out_of_range_action(60, 10, 50) == ("truncate_to", 50)
+    assert out_of_range_action(60, 10, 50) == ("truncate", 50)
 
 
 def test_out_of_range_without_usable_offsets_retries_later() -> None:
@@ -144,12 +167,12 @@ def test_fetcher_id_spreads_partitions_like_kafka() -> None:
 
 
 def test_new_follower_truncates_to_its_high_watermark_then_fetches_from_there(follower_log: Log) -> None:
-    for _ in range(3):
-        follower_log.append_as_leader(batch(1))
+    for offset in range(3):  # a log written before leader epochs: its batches carry none
+        follower_log.append_as_follower(batch(1, base_offset=offset))
     follower_log.high_watermark = 1
     thread, conn = fetcher_for(follower_log)
     thread.do_work()
-    assert follower_log.log_end_offset == 1
+    assert follower_log.log_end_offset == 1 and conn.epoch_requests == []
     req = conn.requests[0]
     assert req["replica_id"] == 1 and req["max_wait_ms"] == 500 and req["min_bytes"] == 1
     assert req["max_bytes"] == 4096 and req["session_id"] == 0 and req["session_epoch"] == -1
@@ -177,6 +200,7 @@ def test_offset_below_leader_log_start_starts_the_log_over(follower_log: Log) ->
     conn.respond = lambda request: response(
         part(error_code=OffsetOutOfRangeException.code, hw=90, log_start=40)
     )
+    thread.do_work()  # epoch 0 ends past our log: nothing to cut
     thread.do_work()
     assert follower_log.log_start_offset == 40 and follower_log.log_end_offset == 40
     conn.respond = lambda request: response(part(bytes(batch(1, base_offset=40)), hw=41, log_start=40))
@@ -185,9 +209,29 @@ def test_offset_below_leader_log_start_starts_the_log_over(follower_log: Log) ->
     assert follower_log.log_end_offset == 41
 
 
-def test_offset_past_leader_end_truncates_to_leader_high_watermark(follower_log: Log) -> None:
+def test_offset_past_leader_end_truncates_again_by_epoch(follower_log: Log) -> None:
     for _ in range(5):
         follower_log.append_as_leader(batch(1))
+    follower_log.high_watermark = 2
+    thread, conn = fetcher_for(follower_log)
+    thread.do_work()  # the leader still says epoch 0 goes on past our end
+    conn.respond = lambda request: response(
+        part(error_code=OffsetOutOfRangeException.code, hw=2, log_start=0)
+    )
+    thread.do_work()
+    assert follower_log.log_end_offset == 5  # nothing cut on the fetch answer alone
+    conn.leader_end_offset = 4  # an unclean election: the leader's epoch 0 ends at 4
+    thread.do_work()
+    assert len(conn.epoch_requests) == 2 and follower_log.log_end_offset == 4
+    conn.respond = lambda request: response()
+    thread.do_work()
+    assert only_partition(conn.requests[-1])["fetch_offset"] == 4
+
+
+def test_offset_past_leader_end_of_an_epochless_log_truncates_to_leader_high_watermark(
+    follower_log: Log,
+) -> None:
+    follower_log.append_as_follower(batch(5))
     follower_log.high_watermark = 5
     thread, conn = fetcher_for(follower_log)
     conn.respond = lambda request: response(
@@ -197,6 +241,75 @@ def test_offset_past_leader_end_truncates_to_leader_high_watermark(follower_log:
     assert follower_log.log_end_offset == 3
     thread.do_work()
     assert only_partition(conn.requests[-1])["fetch_offset"] == 3
+
+
+# -- truncation by leader epoch (KIP-101, KIP-279) ----------------------------------------------
+
+
+def epoch_batches(follower_log: Log, *runs: tuple[int, int]) -> None:
+    """Append `count` one-record batches in `epoch` for each (epoch, count), as a follower."""
+    for epoch, count in runs:
+        for _ in range(count):
+            offset = follower_log.log_end_offset
+            follower_log.append_as_follower(
+                build_batch([(b"k", b"v", [], 1_000)], base_offset=offset, partition_leader_epoch=epoch)
+            )
+
+
+def test_follower_keeps_records_past_its_high_watermark_that_the_leader_has(follower_log: Log) -> None:
+    """KIP-101: the high watermark is no cut-off point; the leader's end of our epoch is."""
+    epoch_batches(follower_log, (0, 5))
+    follower_log.high_watermark = 2
+    thread, conn = fetcher_for(follower_log, epoch=3)
+    conn.leader_end_offset = 4
+    thread.do_work()
+    assert conn.epoch_requests == [
+        {"replica_id": 1, "topics": [{"topic": TP.topic, "partitions": [
+            {"partition": 0, "current_leader_epoch": 3, "leader_epoch": 0}]}]}
+    ]  # fmt: skip
+    assert follower_log.log_end_offset == 4 and conn.requests == []
+    thread.do_work()
+    assert only_partition(conn.requests[0])["fetch_offset"] == 4
+
+
+def test_follower_walks_back_epochs_the_leader_never_had(follower_log: Log) -> None:
+    """KIP-279: our epochs 1 (0-9) and 3 (10-14); the leader had 1 (0-7), 2 (8-11), 4 (12-)."""
+    epoch_batches(follower_log, (1, 10), (3, 5))
+    leader = {3: epoch_part(2, 12), 1: epoch_part(1, 8)}
+    thread, conn = fetcher_for(follower_log, epoch=4)
+    conn.respond_epochs = lambda request: epoch_response(leader[only_partition(request)["leader_epoch"]])
+    thread.do_work()  # epoch 3 is unknown to the leader: cut to where our epoch 1 ends, ask again
+    assert follower_log.log_end_offset == 10 and follower_log.latest_epoch == 1
+    thread.do_work()
+    assert [only_partition(r)["leader_epoch"] for r in conn.epoch_requests] == [3, 1]
+    assert follower_log.log_end_offset == 8 and conn.requests == []
+    thread.do_work()
+    assert only_partition(conn.requests[0])["fetch_offset"] == 8
+
+
+def test_a_fenced_epoch_request_backs_off_and_cuts_nothing(follower_log: Log) -> None:
+    epoch_batches(follower_log, (2, 3))
+    thread, conn = fetcher_for(follower_log)
+    conn.respond_epochs = lambda request: epoch_response(epoch_part(-1, -1, error_code=74))  # FENCED_LEADER_EPOCH
+    thread.do_work()
+    state = thread.fetch_state(TP)
+    assert state is not None and state.truncating and state.delayed_until > 0
+    assert follower_log.log_end_offset == 3 and conn.requests == []
+
+
+def test_a_leader_without_offsets_for_leader_epoch_means_the_high_watermark(follower_log: Log) -> None:
+    epoch_batches(follower_log, (2, 3))
+    follower_log.high_watermark = 1
+    thread, conn = fetcher_for(follower_log)
+
+    def unsupported(api_key: int, ours: tuple[int, int]) -> int:
+        if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+            raise UnsupportedVersionException("no OffsetsForLeaderEpoch")
+        return min(ours[1], 16)
+
+    conn.pick_version = unsupported  # type: ignore[method-assign]
+    thread.do_work()
+    assert follower_log.log_end_offset == 1
 
 
 def test_not_leader_backs_off_the_partition(follower_log: Log) -> None:
