@@ -14,11 +14,12 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
 from kafkapy.protocol.record_batch import (
     NO_TIMESTAMP,
+    BatchHeader,
     set_base_offset,
     set_log_append_time,
     validate_records,
@@ -91,7 +92,7 @@ class Log(RetentionAndTruncation):
         self._high_watermark = self.log_start_offset
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self.last_flush_time = time_ms()
-        self.producer_state = ProducerStateManager(self.name)
+        self.producer_state = ProducerStateManager(self.name, dir_)
         self._rebuild_producer_state()
         logger.info(
             "[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and log end offset %d in %d ms",
@@ -281,11 +282,30 @@ class Log(RetentionAndTruncation):
             segment = LogSegment.open(self.dir, new_offset, self.config, self._time_ms, self._roll_jitter())
             self._segments[new_offset] = segment
             logger.info("[Log partition=%s] Rolled new log segment at offset %d", self.name, new_offset)
-        if self._scheduler is not None:
-            self._scheduler(lambda: self.flush(new_offset))
-        else:
+            # The state as of the end of the previous segment, so that a later load starts
+            # its scan at a segment boundary; encoded now, written off the caller's thread.
+            write_snapshot = self.producer_state.prepare_snapshot(new_offset)
+            keep_snapshots_from = self._min_snapshot_offset_to_retain()
+
+        def after_roll() -> None:
+            if write_snapshot is not None:
+                write_snapshot()
+            self.producer_state.delete_snapshots_below(keep_snapshots_from)
             self.flush(new_offset)
+
+        if self._scheduler is not None:
+            self._scheduler(after_roll)
+        else:
+            after_roll()
         return segment
+
+    def _min_snapshot_offset_to_retain(self) -> int:
+        """Keep the snapshots of the last two segments and of the unflushed part (Kafka's rule):
+        older ones would only shorten a scan that a newer snapshot already skips."""
+        keys = self._segments.keys()
+        two_segments_back = keys[max(len(keys) - 2, 0)]
+        recovery_segment = keys[max(self._segments.bisect_right(self.recovery_point) - 1, 0)]
+        return min(two_segments_back, recovery_segment)
 
     def flush(self, up_to: int | None = None) -> None:
         """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point."""
@@ -375,7 +395,27 @@ class Log(RetentionAndTruncation):
         self._hw_position = None
 
     def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(h for s in self._segments.values() for _, h in s.log.batches_from(0))
+        """From the newest snapshot at or below the log end offset, scanning only the batches after it."""
+        self.producer_state.truncate_and_reload(self.log_start_offset, self._next_offset, self._headers_from)
+
+    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches holding offsets >= `offset`; segments wholly below it are not read."""
+        start = max(self._segments.bisect_right(offset) - 1, 0)
+        for segment in self._segments.values()[start:]:
+            position = 0
+            if segment.base_offset < offset:
+                found = segment.translate_offset(offset)
+                if found is None:
+                    continue
+                position = found.position
+            for _, header in segment.log.batches_from(position):
+                if header.last_offset >= offset:
+                    yield header
+
+    def remove_expired_producers(self, expiration_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers whose last batch is that old."""
+        with self._lock:
+            return self.producer_state.remove_expired_producers(self._time_ms(), expiration_ms)
 
     # -- timestamps -----------------------------------------------------------------------------
 
@@ -408,6 +448,7 @@ class Log(RetentionAndTruncation):
             if self._closed:
                 return
             self._closed = True
+            self.producer_state.take_snapshot(self._next_offset)  # the next start scans nothing
             for segment in self._segments.values():
                 segment.close()
 
@@ -416,6 +457,7 @@ class Log(RetentionAndTruncation):
         with self._lock:
             os.rename(self.dir, new_dir)
             self.dir = new_dir
+            self.producer_state.update_dir(new_dir)
             for segment in self._segments.values():
                 log_path, index_path, time_index_path = segment_paths(new_dir, segment.base_offset)
                 segment.log.path, segment.offset_index.path, segment.time_index.path = (
