@@ -105,17 +105,17 @@ def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
     version, crc = _VERSION_AND_CRC.unpack_from(data)
     if version != SNAPSHOT_VERSION:
         raise CorruptSnapshotException(f"Snapshot contained an unknown file version {version}")
+    (count,) = _COUNT.unpack_from(data, _VERSION_AND_CRC.size)
+    position = _VERSION_AND_CRC.size + _COUNT.size
+    # The structure is checked before the CRC, as Kafka parses the file before checking it.
+    if count < 0 or len(data) - position != count * _ENTRY.size:
+        raise CorruptSnapshotException(
+            f"Snapshot failed schema validation: {count} entries do not fill {len(data) - position} bytes"
+        )
     computed = crc32c(data[_VERSION_AND_CRC.size :])
     if crc != computed:
         raise CorruptSnapshotException(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}"
-        )
-    (count,) = _COUNT.unpack_from(data, _VERSION_AND_CRC.size)
-    position = _VERSION_AND_CRC.size + _COUNT.size
-    # A matching CRC over a wrong count is still possible (a writer bug, not the disk): check.
-    if count < 0 or len(data) - position != count * _ENTRY.size:
-        raise CorruptSnapshotException(
-            f"Snapshot failed schema validation: {count} entries do not fill {len(data) - position} bytes"
         )
     return [SnapshotEntry(*fields) for fields in _ENTRY.iter_unpack(data[position:])]
 
