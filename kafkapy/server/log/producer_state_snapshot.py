@@ -19,7 +19,7 @@ Only the last batch of each producer is kept, so a retry of an older batch is no
 recognised as a duplicate after a restart: Kafka behaves the same way.
 
 The file name is the offset zero-padded to 20 digits, like a segment's. A file is written to
-`<name>.tmp`, fsynced and renamed over the final name, so a crash leaves either the old file
+`<name>.<random>.tmp`, fsynced and renamed over the final name, so a crash leaves either the old file
 set or the new one (the loader deletes stray `.tmp` files).
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import uuid
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -126,8 +127,12 @@ def read_snapshot_file(path: str) -> list[SnapshotEntry]:
 
 
 def write_temp_snapshot(path: str, data: bytes) -> str:
-    """Write and fsync `data` to `<path>.tmp`; returns that name for `install_snapshot`."""
-    temp = path + ".tmp"
+    """Write and fsync `data` to a fresh `<path>.<random>.tmp`; returns that name for `install_snapshot`.
+
+    The name is unique so that two writers of the same snapshot (a roll's queued write and
+    close) never rename each other's half-written file.
+    """
+    temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)

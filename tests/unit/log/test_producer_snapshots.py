@@ -285,3 +285,37 @@ def test_idle_producers_expire(tmp_path: Path, clock: FakeClock) -> None:
     assert log.remove_expired_producers(3 * hour) == 1  # pid 2's batch is now three hours old
     assert set(state(log)) == {1}
     log.close()
+
+
+def test_a_roll_snapshot_still_queued_at_a_truncation_is_never_installed(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    queued: list = []
+    log_dir = tmp_path / "t-0"
+    log = Log(str(log_dir), small_config(), time_ms=clock, scheduler=queued.append)
+    log.append_as_leader(batch(0, pid=1))
+    log.append_as_leader(batch(2, pid=1))
+    log.roll()  # the snapshot at 4 is encoded, its write queued
+    log.truncate_to(2)
+    log.append_as_leader(batch(0, pid=1, epoch=1))  # another history reaches offset 4
+    for job in queued:
+        job()
+    assert 4 not in snapshots(log_dir)
+    log.close()
+    again = open_log(log_dir, clock)
+    assert state(again)[1].producer_epoch == 1 and state(again) == full_scan_state(again)
+    again.close()
+
+
+def test_two_writers_of_the_same_snapshot_leave_a_valid_file(tmp_path: Path, clock: FakeClock) -> None:
+    from kafkapy.server.log.producer_snapshots import ProducerSnapshots
+
+    first, second = ProducerSnapshots(str(tmp_path), "t-0"), ProducerSnapshots(str(tmp_path), "t-0")
+    entry = SnapshotEntry(1, 0, 1, 1, 1, 5)
+    jobs = [first.prepare_write(7, [entry]), second.prepare_write(7, [entry])]
+    assert all(job is not None for job in jobs)
+    for job in jobs:
+        job()  # type: ignore[misc]
+    loaded = first.load_latest(7)
+    assert loaded == (7, [entry])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000007.snapshot"]
