@@ -14,12 +14,11 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
 from kafkapy.protocol.record_batch import (
     NO_TIMESTAMP,
-    BatchHeader,
     set_base_offset,
     set_log_append_time,
     validate_records,
@@ -32,7 +31,7 @@ from kafkapy.server.log.fetch_data_info import (
     TimestampAndOffset,
 )
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.log_loader import load_log
+from kafkapy.server.log.log_loader import headers_from, load_log, min_snapshot_offset_to_retain
 from kafkapy.server.log.log_retention import RetentionAndTruncation
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
 from kafkapy.server.log.producer_state import ProducerStateManager
@@ -285,7 +284,7 @@ class Log(RetentionAndTruncation):
             # The state as of the end of the previous segment, so that a later load starts
             # its scan at a segment boundary; encoded now, written off the caller's thread.
             write_snapshot = self.producer_state.prepare_snapshot(new_offset)
-            keep_snapshots_from = self._min_snapshot_offset_to_retain()
+            keep_snapshots_from = min_snapshot_offset_to_retain(self._segments, self.recovery_point)
 
         def after_roll() -> None:
             if write_snapshot is not None:
@@ -298,14 +297,6 @@ class Log(RetentionAndTruncation):
         else:
             after_roll()
         return segment
-
-    def _min_snapshot_offset_to_retain(self) -> int:
-        """Keep the snapshots of the last two segments and of the unflushed part (Kafka's rule):
-        older ones would only shorten a scan that a newer snapshot already skips."""
-        keys = self._segments.keys()
-        two_segments_back = keys[max(len(keys) - 2, 0)]
-        recovery_segment = keys[max(self._segments.bisect_right(self.recovery_point) - 1, 0)]
-        return min(two_segments_back, recovery_segment)
 
     def flush(self, up_to: int | None = None) -> None:
         """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point."""
@@ -396,21 +387,9 @@ class Log(RetentionAndTruncation):
 
     def _rebuild_producer_state(self) -> None:
         """From the newest snapshot at or below the log end offset, scanning only the batches after it."""
-        self.producer_state.truncate_and_reload(self.log_start_offset, self._next_offset, self._headers_from)
-
-    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
-        """Headers of the batches holding offsets >= `offset`; segments wholly below it are not read."""
-        start = max(self._segments.bisect_right(offset) - 1, 0)
-        for segment in self._segments.values()[start:]:
-            position = 0
-            if segment.base_offset < offset:
-                found = segment.translate_offset(offset)
-                if found is None:
-                    continue
-                position = found.position
-            for _, header in segment.log.batches_from(position):
-                if header.last_offset >= offset:
-                    yield header
+        self.producer_state.truncate_and_reload(
+            self.log_start_offset, self._next_offset, lambda offset: headers_from(self._segments, offset)
+        )
 
     def remove_expired_producers(self, expiration_ms: int) -> int:
         """producer.id.expiration.ms: forget producers whose last batch is that old."""
