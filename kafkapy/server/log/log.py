@@ -92,7 +92,9 @@ class Log(RetentionAndTruncation):
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self.last_flush_time = time_ms()
         self.producer_state = ProducerStateManager(self.name, dir_)
-        self._rebuild_producer_state()
+        if self._rebuild_producer_state() < self._next_offset:
+            # As Kafka's load does: a crash before the next roll or close need not scan again.
+            self.producer_state.take_snapshot(self._next_offset)
         logger.info(
             "[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and log end offset %d in %d ms",
             self.name, os.path.dirname(dir_), len(self._segments), self.log_start_offset, self._next_offset,
@@ -385,9 +387,10 @@ class Log(RetentionAndTruncation):
             segment.delete()
         self._hw_position = None
 
-    def _rebuild_producer_state(self) -> None:
-        """From the newest snapshot at or below the log end offset, scanning only the batches after it."""
-        self.producer_state.truncate_and_reload(
+    def _rebuild_producer_state(self) -> int:
+        """From the newest snapshot at or below the log end offset, scanning only the batches after it;
+        returns the offset the scan started at."""
+        return self.producer_state.truncate_and_reload(
             self.log_start_offset, self._next_offset, lambda offset: headers_from(self._segments, offset)
         )
 

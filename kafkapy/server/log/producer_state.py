@@ -221,11 +221,11 @@ class ProducerStateManager:
 
     def truncate_and_reload(
         self, log_start_offset: int, log_end_offset: int, headers_from: HeadersFrom
-    ) -> None:
+    ) -> int:
         """Rebuild the state of the log [start, end): the newest snapshot in range plus the batches after it.
 
         Snapshots beyond the end (left by an unclean shutdown or a truncation) or below the
-        start are deleted first.
+        start are deleted first. Returns the offset the scan of batch headers started at.
         """
         self.producers.clear()
         scan_from = log_start_offset
@@ -239,6 +239,7 @@ class ProducerStateManager:
                     self.producers[entry.producer_id] = ProducerStateEntry.from_snapshot(entry)
         self._replay(headers_from(scan_from))
         self.truncate_head(log_start_offset)
+        return scan_from
 
     def rebuild(self, headers: Iterable[BatchHeader]) -> None:
         """Replay the batch headers of the whole log, oldest first (no snapshot)."""

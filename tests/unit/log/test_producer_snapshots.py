@@ -17,7 +17,12 @@ from log_helpers import FakeClock, records, small_config
 
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.producer_state import ProducerStateManager
-from kafkapy.server.log.producer_state_snapshot import SnapshotEntry, list_snapshot_offsets, snapshot_path
+from kafkapy.server.log.producer_state_snapshot import (
+    SnapshotEntry,
+    list_snapshot_offsets,
+    read_snapshot_file,
+    snapshot_path,
+)
 
 # Byte position of producerId in a v2 batch header: baseOffset 8, batchLength 4,
 # partitionLeaderEpoch 4, magic 1, crc 4, attributes 2, lastOffsetDelta 4, two timestamps 16.
@@ -185,8 +190,9 @@ def test_a_corrupt_snapshot_is_named_deleted_and_an_older_one_used(
     assert any(
         newest in r.getMessage() and "Failed to load producer snapshot" in r.getMessage() for r in warnings
     )
-    assert not os.path.exists(newest)
     assert state(again) == expected == full_scan_state(again)
+    # Deleted, then written again from the rebuilt state (the load scanned a tail, as Kafka's does).
+    assert {e.producer_id: e for e in read_snapshot_file(newest)} == expected
     again.close()
 
 
@@ -200,8 +206,8 @@ def test_every_snapshot_corrupt_falls_back_to_a_full_scan(tmp_path: Path, clock:
         Path(snapshot_path(str(log_dir), offset)).write_bytes(b"\x00\x01garbage")
     again = open_log(log_dir, clock)
     assert state(again) == expected
+    assert snapshots(log_dir) == [again.log_end_offset]  # the bad ones went; the load wrote a new one
     again.close()
-    assert snapshots(log_dir) == [again.log_end_offset]  # the bad ones went, close wrote a new one
 
 
 def test_snapshots_above_the_recovered_end_are_deleted_after_an_unclean_shutdown(
@@ -319,3 +325,17 @@ def test_two_writers_of_the_same_snapshot_leave_a_valid_file(tmp_path: Path, clo
     loaded = first.load_latest(7)
     assert loaded == (7, [entry])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000007.snapshot"]
+
+
+def test_a_load_that_scanned_a_tail_writes_a_snapshot_at_the_end(tmp_path: Path, clock: FakeClock) -> None:
+    log_dir = tmp_path / "t-0"
+    log = open_log(log_dir, clock)
+    log.append_as_leader(batch(0, pid=1))
+    log.roll()
+    log.append_as_leader(batch(2, pid=1))
+    log.close()
+    os.unlink(snapshot_path(str(log_dir), 4))  # the close snapshot: as after a kill -9
+    assert snapshots(log_dir) == [2]
+    again = open_log(log_dir, clock, clean=False)
+    assert snapshots(log_dir) == [2, 4]
+    again.close()
