@@ -196,6 +196,11 @@ BROKER_CONFIG = (
     .define("transaction.state.log.num.partitions", INT, 50, at_least(1), HIGH, "Partitions of __transaction_state")
     .define("transaction.state.log.segment.bytes", INT, 104857600, at_least(1), HIGH, "Segment size of __transaction_state")
     .define("transaction.state.log.min.isr", INT, 2, at_least(1), HIGH, "min.insync.replicas of __transaction_state")
+    # Producer state of each partition log (idempotent producers). Kafka 2.x expired producer
+    # ids after transactional.id.expiration.ms; KIP-854 gave them their own key and default.
+    .define("producer.id.expiration.ms", INT, 86400000, at_least(1), LOW, "Idle time before a partition forgets a producer id")
+    # Internal in Kafka (not in its documentation): how often idle producer ids are looked for.
+    .define("producer.id.expiration.check.interval.ms", INT, 600000, at_least(1), LOW, "How often idle producer ids are expired")
     # ---- Security (accepted so that existing files load; kafkapy serves PLAINTEXT only)
     .define("ssl.keystore.location", STRING, None, None, HIGH, "Key store file")
     .define("ssl.keystore.password", PASSWORD, None, None, HIGH, "Key store password")

@@ -115,8 +115,9 @@ class KafkaServer:
         # The fsync of a rolled-out segment runs on the io threads, never on the event loop.
         scheduler = self.io_executor.submit if self.io_executor is not None else None
         self.log_manager = LogManager(
-            self.config.log_dirs, default_log_config, topic_configs, scheduler=scheduler
-        )
+            self.config.log_dirs, default_log_config, topic_configs, scheduler=scheduler,
+            recovery_threads_per_data_dir=self.config.num_recovery_threads_per_data_dir,
+        )  # fmt: skip
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown
         await loop.run_in_executor(None, self.log_manager.startup)

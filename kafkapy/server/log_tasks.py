@@ -1,4 +1,5 @@
-"""The log manager's periodic tasks (retention, flush, checkpoints), scheduled like Kafka's.
+"""The log manager's periodic tasks (retention, flush, checkpoints, producer id expiration),
+scheduled like Kafka's.
 
 They are scheduled on the event loop but run in executor threads: fsync and segment deletion
 must never stall request handling.
@@ -36,6 +37,13 @@ class LogTasks:
             "kafka-log-start-offset-checkpoint",
             c.log_flush_start_offset_checkpoint_interval_ms,
             self.log_manager.checkpoint_log_start_offsets,
+        )
+        # Kafka runs this per log; one task over every log does the same work with one timer.
+        expiration_ms = c.producer_id_expiration_ms
+        self._every(
+            "PeriodicProducerExpirationCheck",
+            c.producer_id_expiration_check_interval_ms,
+            lambda: self.log_manager.remove_expired_producers(expiration_ms),
         )
         self._every(
             "highwatermark-checkpoint",

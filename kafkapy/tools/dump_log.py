@@ -5,8 +5,8 @@
 
 `.log` files print their batches ("baseOffset: ... isvalid: true") and, with --deep-iteration
 or --print-data-log, their records ("| offset: ... payload: ..."); `.index` and `.timeindex`
-files print their entries checked against the segment's log; problems found are listed on
-stderr at the end. Other suffixes are ignored with a note, as Kafka does.
+files print their entries checked against the segment's log, `.snapshot` files their
+producers; problems found are listed on stderr at the end. Other suffixes are ignored with a note, as Kafka does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ import sys
 
 import click
 
-from kafkapy.tools.dump_log_segments import DumpErrors, dump_index, dump_log, dump_time_index
+from kafkapy.tools.dump_log_segments import (
+    DumpErrors,
+    dump_index,
+    dump_log,
+    dump_producer_snapshot,
+    dump_time_index,
+)
 
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -64,6 +70,8 @@ def main(files: str | None, print_data_log: bool, deep_iteration: bool, verify_i
                 dump_index(path, index_sanity_check, verify_index_only, errors, max_message_size, _out)
             elif suffix == ".timeindex":
                 dump_time_index(path, index_sanity_check, verify_index_only, errors, _out)
+            elif suffix == ".snapshot":
+                dump_producer_snapshot(path, _out, _err)
             else:
                 _err(f"Ignoring unknown file {path}")
         except Exception as e:  # Kafka dies with a stack trace; one line naming the problem is kinder

@@ -3,7 +3,8 @@
 Reads segment files directly (never through a running Log), so it is safe on a live broker's
 files: `.log` prints one line per batch and, with deep iteration, one "| offset: ..." line per
 record; `.index` and `.timeindex` print their entries and check each against the log, the
-mismatches being reported on stderr at the end, as Kafka does.
+mismatches being reported on stderr at the end, as Kafka does; `.snapshot` prints one line
+per producer of a producer state snapshot.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from kafkapy.protocol.record_batch import (
     read_header,
 )
 from kafkapy.server.log.abstract_index import CorruptIndexException
+from kafkapy.server.log.producer_state import ProducerStateEntry
+from kafkapy.server.log.producer_state_snapshot import CorruptSnapshotException, read_snapshot_file
 
 RECORD_INDENT = "|"
 Out = Callable[[str], None]
@@ -260,3 +263,26 @@ def _lookup_position(entries: list[tuple[int, int]], base: int, target: int) -> 
         position = pos
     return position
 
+
+def dump_producer_snapshot(path: str, out: Out, err: Out) -> None:
+    """One line per producer, as DumpLogSegments prints a `.snapshot`; a corrupt file is one
+    line on stderr. kafkapy has no transactions, so currentTxnFirstOffset is always None
+    (Scala's rendering of an empty Option in Kafka 2.x)."""
+    try:
+        entries = read_snapshot_file(path)
+    except CorruptSnapshotException as e:
+        err(str(e))
+        return
+    for e in entries:
+        line = (
+            f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+            f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: "
+            f"{'None' if e.current_txn_first_offset < 0 else f'Some({e.current_txn_first_offset})'} "
+            f"lastTimestamp: {e.timestamp} "
+        )
+        for b in ProducerStateEntry.from_snapshot(e).batches:
+            line += (
+                f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}"
+            )
+        out(line)

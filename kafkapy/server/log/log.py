@@ -38,7 +38,7 @@ from kafkapy.server.log.leader_epoch_cache import (
     OffsetAndEpoch,
 )
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.log_loader import load_log
+from kafkapy.server.log.log_loader import headers_from, load_log, min_snapshot_offset_to_retain
 from kafkapy.server.log.log_retention import RetentionAndTruncation
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
@@ -99,8 +99,10 @@ class Log(RetentionAndTruncation):
         self._high_watermark = self.log_start_offset
         self._hw_position: tuple[int, int, int] | None = None  # (offset, segment base, position)
         self.last_flush_time = time_ms()
-        self.producer_state = ProducerStateManager(self.name)
-        self._rebuild_producer_state()
+        self.producer_state = ProducerStateManager(self.name, dir_)
+        if self._rebuild_producer_state() < self._next_offset:
+            # As Kafka's load does: a crash before the next roll or close need not scan again.
+            self.producer_state.take_snapshot(self._next_offset)
         self.leader_epoch_cache = self._load_leader_epoch_cache(had_clean_shutdown, loaded.recovery_point)
         logger.info(
             "[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and log end offset %d in %d ms",
@@ -300,10 +302,21 @@ class Log(RetentionAndTruncation):
             segment = LogSegment.open(self.dir, new_offset, self.config, self._time_ms, self._roll_jitter())
             self._segments[new_offset] = segment
             logger.info("[Log partition=%s] Rolled new log segment at offset %d", self.name, new_offset)
-        if self._scheduler is not None:
-            self._scheduler(lambda: self.flush(new_offset))
-        else:
+            # The state as of the end of the previous segment, so that a later load starts
+            # its scan at a segment boundary; encoded now, written off the caller's thread.
+            write_snapshot = self.producer_state.prepare_snapshot(new_offset)
+            keep_snapshots_from = min_snapshot_offset_to_retain(self._segments, self.recovery_point)
+
+        def after_roll() -> None:
+            if write_snapshot is not None:
+                write_snapshot()
+            self.producer_state.delete_snapshots_below(keep_snapshots_from)
             self.flush(new_offset)
+
+        if self._scheduler is not None:
+            self._scheduler(after_roll)
+        else:
+            after_roll()
         return segment
 
     def flush(self, up_to: int | None = None) -> None:
@@ -393,8 +406,17 @@ class Log(RetentionAndTruncation):
             segment.delete()
         self._hw_position = None
 
-    def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(h for s in self._segments.values() for _, h in s.log.batches_from(0))
+    def _rebuild_producer_state(self) -> int:
+        """From the newest snapshot at or below the log end offset, scanning only the batches after it;
+        returns the offset the scan started at."""
+        return self.producer_state.truncate_and_reload(
+            self.log_start_offset, self._next_offset, lambda offset: headers_from(self._segments, offset)
+        )
+
+    def remove_expired_producers(self, expiration_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers whose last batch is that old."""
+        with self._lock:
+            return self.producer_state.remove_expired_producers(self._time_ms(), expiration_ms)
 
     # -- leader epochs (KIP-101) ----------------------------------------------------------------
 
@@ -495,6 +517,7 @@ class Log(RetentionAndTruncation):
             self._closed = True
             if not self.leader_epoch_cache.is_empty():
                 self.leader_epoch_cache.flush()  # a write the scheduler had not run yet
+            self.producer_state.take_snapshot(self._next_offset)  # the next start scans nothing
             for segment in self._segments.values():
                 segment.close()
 
@@ -503,6 +526,7 @@ class Log(RetentionAndTruncation):
         with self._lock:
             os.rename(self.dir, new_dir)
             self.dir = new_dir
+            self.producer_state.update_dir(new_dir)
             for segment in self._segments.values():
                 log_path, index_path, time_index_path = segment_paths(new_dir, segment.base_offset)
                 segment.log.path, segment.offset_index.path, segment.time_index.path = (

@@ -8,17 +8,21 @@ Steps, after Kafka's LogLoader:
 3. after an unclean shutdown, recover every segment from the one holding the recovery point
    on; the first one that had to be truncated ends the log: later segments are deleted;
 4. make sure an (empty) active segment exists and give its indexes room to grow.
+
+The Log then rebuilds its producer state from the newest snapshot plus the batch headers
+after it (`headers_from`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sortedcontainers import SortedDict
 
+from kafkapy.protocol.record_batch import BatchHeader
 from kafkapy.server.log.abstract_index import CorruptIndexException
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_segment import (
@@ -143,3 +147,31 @@ def _recover_unflushed(segments: SortedDict, recovery_point: int, prefix: str) -
                 del segments[later.base_offset]
                 later.delete()
             return
+
+
+def headers_from(segments: SortedDict, offset: int) -> Iterator[BatchHeader]:
+    """Headers of the batches holding offsets >= `offset`; segments wholly below it are not read.
+
+    The producer state scan after a snapshot: in the segment holding `offset` the offset
+    index finds where to start.
+    """
+    start = max(segments.bisect_right(offset) - 1, 0)
+    for segment in segments.values()[start:]:
+        position = 0
+        if segment.base_offset < offset:
+            found = segment.translate_offset(offset)
+            if found is None:
+                continue
+            position = found.position
+        for _, header in segment.log.batches_from(position):
+            if header.last_offset >= offset:
+                yield header
+
+
+def min_snapshot_offset_to_retain(segments: SortedDict, recovery_point: int) -> int:
+    """Producer snapshots below this are deleted at a roll: Kafka keeps those of the last two
+    segments and of the unflushed part; older ones only shorten a scan a newer one skips."""
+    keys = segments.keys()
+    two_segments_back = keys[max(len(keys) - 2, 0)]
+    recovery_segment = keys[max(segments.bisect_right(recovery_point) - 1, 0)]
+    return min(two_segments_back, recovery_segment)

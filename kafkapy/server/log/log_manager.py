@@ -3,8 +3,10 @@
 Each log dir is locked (`.lock`, flock) for the life of the broker, holds one directory per
 partition (`<topic>-<partition>`) and three checkpoint files. A clean shutdown leaves a
 `.kafka_cleanshutdown` marker; without it, the next start recovers every log from its
-recovery point. Periodic work (flush, retention, checkpoints) is plain methods that the
-server schedules on a background thread.
+recovery point. Loading at start-up and closing at shutdown run on a pool of
+num.recovery.threads.per.data.dir threads per log dir, as Kafka's do. Periodic work (flush,
+retention, checkpoints, producer id expiration) is plain methods that the server schedules
+on a background thread.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from kafkapy.server.log.log import Log, Scheduler, system_time_ms
 from kafkapy.server.log.log_config import LogConfig
@@ -48,8 +51,14 @@ class LogManager:
         *,
         time_ms: Callable[[], int] = system_time_ms,
         scheduler: Scheduler | None = None,
+        recovery_threads_per_data_dir: int = 1,
     ) -> None:
         """Create missing log dirs and lock them all; `startup()` loads the logs."""
+        if recovery_threads_per_data_dir < 1:
+            raise ValueError(
+                f"num.recovery.threads.per.data.dir must be at least 1: {recovery_threads_per_data_dir}"
+            )
+        self.recovery_threads_per_data_dir = recovery_threads_per_data_dir
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.default_config = default_config
         self._topic_configs = dict(topic_configs or {})
@@ -73,8 +82,30 @@ class LogManager:
         return all(os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE)) for d in self.log_dirs)
 
     def startup(self) -> None:
-        for log_dir in self.log_dirs:
-            self._load_logs(log_dir)
+        """Load every log of every dir, the dirs side by side, each on its own thread pool.
+
+        The first error is raised once every load has ended; a dir's clean shutdown marker
+        goes only when all of its logs loaded.
+        """
+        pools = {d: self._recovery_pool(d) for d in self.log_dirs}
+        try:
+            loads = {d: self._load_logs(d, pools[d]) for d in self.log_dirs}
+            errors: list[BaseException] = []
+            for futures, marker in loads.values():
+                dir_errors = [e for e in (f.exception() for f in futures) if e is not None]
+                errors += dir_errors
+                if marker is not None and not dir_errors:
+                    os.unlink(marker)  # from now on a crash must lead to recovery
+            if errors:
+                raise errors[0]
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _recovery_pool(self, log_dir: str) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(
+            self.recovery_threads_per_data_dir, thread_name_prefix=f"log-recovery-{os.path.basename(log_dir)}"
+        )
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean shutdown markers."""
@@ -82,13 +113,19 @@ class LogManager:
         with self._lock:
             logs = dict(self._logs)
         failed_dirs: set[str] = set()
-        for tp, log in logs.items():
-            try:
-                log.flush()
-                log.close()
-            except Exception:
-                logger.exception("Error while closing log %s", tp)
-                failed_dirs.add(os.path.dirname(log.dir))
+        pools = {d: self._recovery_pool(d) for d in self.log_dirs}
+        try:
+            closing: list[tuple[TopicPartition, Log, Future[None]]] = []
+            for tp, log in logs.items():
+                pool = pools.get(os.path.dirname(log.dir)) or pools[self.log_dirs[0]]
+                closing.append((tp, log, pool.submit(_flush_and_close, log)))
+            for tp, log, future in closing:
+                if (error := future.exception()) is not None:
+                    logger.error("Error while closing log %s", tp, exc_info=error)
+                    failed_dirs.add(os.path.dirname(log.dir))
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True)
         self.checkpoint_recovery_points(logs)
         self.checkpoint_log_start_offsets(logs)
         self.checkpoint_high_watermarks(logs)
@@ -111,7 +148,9 @@ class LogManager:
 
     # -- loading --------------------------------------------------------------------------------
 
-    def _load_logs(self, log_dir: str) -> None:
+    def _load_logs(self, log_dir: str, pool: ThreadPoolExecutor) -> tuple[list[Future[None]], str | None]:
+        """Submit the load of each log of `log_dir`; returns the futures and the clean
+        shutdown marker to remove once they all succeed (None after an unclean shutdown)."""
         marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         if clean:
@@ -124,18 +163,21 @@ class LogManager:
         start_offsets = _read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_checkpoint(log_dir, REPLICATION_CHECKPOINT)
         names = sorted(n for n in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, n)))
-        for i, name in enumerate(names, 1):
+        jobs: list[tuple[TopicPartition, str]] = []
+        for name in names:
             path = os.path.join(log_dir, name)
             if name.endswith(DELETE_DIR_SUFFIX):
                 logger.info("Deleting %s, a log marked for deletion before the last shutdown", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
             try:
-                tp = TopicPartition.from_dir_name(name)
+                jobs.append((TopicPartition.from_dir_name(name), path))
             except ValueError as e:
                 logger.warning("Skipping %s: %s", path, e)
-                continue
-            logger.info("Loading log '%s'", name)
+        loaded = _Counter()
+
+        def load(tp: TopicPartition, path: str) -> None:
+            logger.info("Loading log '%s'", os.path.basename(path))
             started = self._time_ms()
             log = Log(
                 path, self.config_for(tp.topic), recovery_points.get(tp, 0), start_offsets.get(tp, 0),
@@ -153,10 +195,11 @@ class LogManager:
                 "Completed load of log %s with %d segments, log start offset %d and log end offset %d in %d ms "
                 "(%d/%d loaded in %s)",
                 tp, log.number_of_segments, log.log_start_offset, log.log_end_offset, self._time_ms() - started,
-                i, len(names), log_dir,
+                loaded.next(), len(jobs), log_dir,
             )  # fmt: skip
-        if clean:
-            os.unlink(marker)  # from now on a crash must lead to recovery
+
+        futures = [pool.submit(load, tp, path) for tp, path in jobs]
+        return futures, marker if clean else None
 
     # -- logs -----------------------------------------------------------------------------------
 
@@ -238,6 +281,16 @@ class LogManager:
             except Exception:
                 logger.exception("Error flushing topic %s", tp.topic)
 
+    def remove_expired_producers(self, expiration_ms: int) -> int:
+        """producer.id.expiration.ms over every log; returns the number of producer ids dropped."""
+        total = 0
+        for tp, log in self.logs_by_topic_partition().items():
+            try:
+                total += log.remove_expired_producers(expiration_ms)
+            except Exception:
+                logger.exception("Error expiring producer ids of %s", tp)
+        return total
+
     def cleanup_logs(self) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
         total = 0
@@ -282,6 +335,24 @@ class LogManager:
             OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
         except OSError:
             logger.exception("Disk error while writing to %s file in directory %s", name, log_dir)
+
+
+class _Counter:
+    """The "(n/total loaded)" count shared by the loading threads of one dir."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            self._value += 1
+            return self._value
+
+
+def _flush_and_close(log: Log) -> None:
+    log.flush()
+    log.close()
 
 
 def _lock_dir(log_dir: str) -> int:

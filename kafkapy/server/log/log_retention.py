@@ -50,7 +50,7 @@ class RetentionAndTruncation:
     def _roll_jitter(self) -> int:
         raise NotImplementedError
 
-    def _rebuild_producer_state(self) -> None:
+    def _rebuild_producer_state(self) -> int:
         raise NotImplementedError
 
     def _remove_segments(self, segments: list[LogSegment]) -> None:

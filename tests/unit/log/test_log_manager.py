@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import pytest
 from log_helpers import FakeClock, fetched_offsets, records, small_config
@@ -203,4 +204,62 @@ def test_periodic_tasks_flush_retain_and_checkpoint(log_dir: str, clock: FakeClo
     manager.checkpoint_log_start_offsets()
     text = open(os.path.join(log_dir, "log-start-offset-checkpoint")).read()
     assert text == "0\n0\n"  # the log start offset sits on the first segment: nothing to record
+    manager.shutdown()
+
+
+def test_logs_of_a_dir_load_side_by_side_on_the_recovery_threads(
+    log_dir: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = start([log_dir], clock)
+    for p in range(4):
+        manager.get_or_create_log(TopicPartition("t", p)).append_as_leader(records(1))
+    manager.shutdown()
+    from kafkapy.server.log import log_manager
+
+    # Each load waits until another one is running too: with one thread this would time out.
+    together = threading.Barrier(2, timeout=10)
+    threads: set[str] = set()
+    real_log = log_manager.Log
+
+    def meeting_log(*args: object, **kwargs: object) -> log_manager.Log:
+        threads.add(threading.current_thread().name)
+        together.wait()
+        return real_log(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(log_manager, "Log", meeting_log)
+    again = LogManager([log_dir], CONFIG, time_ms=clock, recovery_threads_per_data_dir=2)
+    again.startup()
+    assert len(again.all_logs()) == 4
+    assert all(log.log_end_offset == 1 for log in again.all_logs())
+    assert len(threads) == 2 and all(t.startswith("log-recovery-logs") for t in threads)
+    again.shutdown()
+
+
+def test_a_failed_load_is_raised_and_keeps_the_clean_shutdown_marker(
+    log_dir: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = start([log_dir], clock)
+    manager.get_or_create_log(TP).append_as_leader(records(1))
+    manager.shutdown()
+    from kafkapy.server.log import log_manager
+
+    def failing_log(*args: object, **kwargs: object) -> log_manager.Log:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(log_manager, "Log", failing_log)
+    with pytest.raises(OSError, match="disk on fire"):
+        LogManager([log_dir], CONFIG, time_ms=clock).startup()
+    assert os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+
+
+def test_idle_producer_ids_expire_across_logs(log_dir: str, clock: FakeClock) -> None:
+    manager = start([log_dir], clock)
+    for p in range(2):
+        log = manager.get_or_create_log(TopicPartition("t", p))
+        log.append_as_leader(
+            records(1, timestamp=clock.now - 1000, producer_id=p, producer_epoch=0, base_sequence=0)
+        )
+    assert manager.remove_expired_producers(expiration_ms=5000) == 0
+    clock.advance(4000)
+    assert manager.remove_expired_producers(expiration_ms=5000) == 2
     manager.shutdown()

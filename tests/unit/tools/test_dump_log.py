@@ -168,3 +168,27 @@ def test_time_index_timestamp_mismatch_is_reported(segment_dir: str) -> None:
     assert out[1] == f"timestamp: {T0 + 1} offset: 4"
     assert err == [f"Found timestamp mismatch in :{os.path.abspath(path)}",
                    f"  Index timestamp: {T0 + 1}, log timestamp: {T0 + 7}"]
+
+
+def test_producer_snapshot_prints_one_line_per_producer_as_kafka_does(tmp_path) -> None:
+    from kafkapy.server.log.producer_snapshots import ProducerSnapshots
+    from kafkapy.server.log.producer_state_snapshot import SnapshotEntry, snapshot_path
+
+    ProducerSnapshots(str(tmp_path), "t-0").write(
+        110, [SnapshotEntry(42, 3, 9, 109, 4, T0), SnapshotEntry(43, 0, -1, -1, 0, -1)]
+    )
+    path = snapshot_path(str(tmp_path), 110)
+    code, out, err = _run("--files", path)
+    assert code == 0 and err == []
+    assert out == [
+        f"Dumping {path}",
+        "producerId: 42 producerEpoch: 3 coordinatorEpoch: -1 currentTxnFirstOffset: None "
+        f"lastTimestamp: {T0} firstSequence: 5 lastSequence: 9 lastOffset: 109 offsetDelta: 4 timestamp: {T0}",
+        "producerId: 43 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: None lastTimestamp: -1 ",
+    ]
+    with open(path, "r+b") as f:
+        f.seek(10)
+        f.write(b"\xff")
+    code, out, err = _run("--files", path)
+    assert code == 0 and out == [f"Dumping {path}"]
+    assert len(err) == 1 and err[0].startswith("Snapshot is corrupt (CRC is no longer valid).")
