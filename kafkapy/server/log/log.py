@@ -31,17 +31,18 @@ from kafkapy.server.log.fetch_data_info import (
     TimestampAndOffset,
 )
 from kafkapy.server.log.leader_epoch_cache import (
-    LEADER_EPOCH_CHECKPOINT,
     UNDEFINED_EPOCH_OFFSET,
-    LeaderEpochCheckpointFile,
-    LeaderEpochFileCache,
     OffsetAndEpoch,
 )
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.log_loader import headers_from, load_log, min_snapshot_offset_to_retain
+from kafkapy.server.log.log_loader import (
+    headers_from,
+    load_leader_epoch_cache,
+    load_log,
+    min_snapshot_offset_to_retain,
+)
 from kafkapy.server.log.log_retention import RetentionAndTruncation
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
-from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 from kafkapy.server.log.producer_state import ProducerStateManager
 
 logger = logging.getLogger("kafkapy.log.Log")
@@ -103,7 +104,10 @@ class Log(RetentionAndTruncation):
         if self._rebuild_producer_state() < self._next_offset:
             # As Kafka's load does: a crash before the next roll or close need not scan again.
             self.producer_state.take_snapshot(self._next_offset)
-        self.leader_epoch_cache = self._load_leader_epoch_cache(had_clean_shutdown, loaded.recovery_point)
+        unclean_recovery_point = None if had_clean_shutdown else loaded.recovery_point
+        self.leader_epoch_cache = load_leader_epoch_cache(
+            dir_, self._segments, self.log_start_offset, self._next_offset, unclean_recovery_point
+        )
         logger.info(
             "[Log partition=%s, dir=%s] Loaded log with %d segments, log start offset %d and log end offset %d in %d ms",
             self.name, os.path.dirname(dir_), len(self._segments), self.log_start_offset, self._next_offset,
@@ -419,42 +423,6 @@ class Log(RetentionAndTruncation):
             return self.producer_state.remove_expired_producers(self._time_ms(), expiration_ms)
 
     # -- leader epochs (KIP-101) ----------------------------------------------------------------
-
-    def _load_leader_epoch_cache(self, had_clean_shutdown: bool, recovery_point: int) -> LeaderEpochFileCache:
-        """Read `leader-epoch-checkpoint` and make it agree with the log as loaded.
-
-        A missing or corrupt file is rebuilt from the epochs the batches carry; after an
-        unclean shutdown the batches from the recovery point on are read again too, since the
-        file may predate them (or name epochs of records recovery cut off).
-        """
-        checkpoint = LeaderEpochCheckpointFile(os.path.join(self.dir, LEADER_EPOCH_CHECKPOINT))
-        try:
-            entries = checkpoint.read()
-        except (CheckpointFormatError, OSError) as e:
-            logger.warning(
-                "[Log partition=%s, dir=%s] Leader epoch checkpoint %s is unreadable (%s); rebuilding it from the "
-                "log", self.name, os.path.dirname(self.dir), checkpoint.path, e,
-            )  # fmt: skip
-            entries = None
-        cache = LeaderEpochFileCache(self.name, checkpoint, entries or ())
-        changed = entries is None and os.path.exists(checkpoint.path)
-        if entries is None:
-            scan_from = self.log_start_offset
-        elif not had_clean_shutdown:
-            scan_from = recovery_point
-        else:
-            scan_from = None
-        if scan_from is not None and self._next_offset > scan_from:
-            first = max(self._segments.bisect_right(scan_from) - 1, 0)
-            for segment in self._segments.values()[first:]:
-                for _, h in segment.log.batches_from(0):
-                    if h.partition_leader_epoch >= 0 and h.next_offset > scan_from:
-                        changed = cache.assign(h.partition_leader_epoch, h.base_offset) or changed
-        changed = cache.truncate_from_end(self._next_offset) or changed
-        changed = cache.truncate_from_start(self.log_start_offset) or changed
-        if changed:
-            cache.flush()
-        return cache
 
     @property
     def latest_epoch(self) -> int | None:

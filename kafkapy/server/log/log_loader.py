@@ -24,6 +24,11 @@ from sortedcontainers import SortedDict
 
 from kafkapy.protocol.record_batch import BatchHeader
 from kafkapy.server.log.abstract_index import CorruptIndexException
+from kafkapy.server.log.leader_epoch_cache import (
+    LEADER_EPOCH_CHECKPOINT,
+    LeaderEpochCheckpointFile,
+    LeaderEpochFileCache,
+)
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_segment import (
     DELETED_SUFFIX,
@@ -33,6 +38,7 @@ from kafkapy.server.log.log_segment import (
     LogSegment,
     segment_paths,
 )
+from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 
 logger = logging.getLogger("kafkapy.log.LogLoader")
 
@@ -175,3 +181,36 @@ def min_snapshot_offset_to_retain(segments: SortedDict, recovery_point: int) -> 
     two_segments_back = keys[max(len(keys) - 2, 0)]
     recovery_segment = keys[max(segments.bisect_right(recovery_point) - 1, 0)]
     return min(two_segments_back, recovery_segment)
+
+
+def load_leader_epoch_cache(
+    dir_: str, segments: SortedDict, log_start_offset: int, log_end_offset: int, unclean_recovery_point: int | None
+) -> LeaderEpochFileCache:
+    """Read `leader-epoch-checkpoint` and make it agree with the log as loaded.
+
+    A missing or corrupt file is rebuilt from the epochs the batches carry; after an unclean
+    shutdown (`unclean_recovery_point` given) the batches from the recovery point on are read
+    again too, since the file may predate them or name epochs of records recovery cut off.
+    """
+    name = os.path.basename(dir_)
+    checkpoint = LeaderEpochCheckpointFile(os.path.join(dir_, LEADER_EPOCH_CHECKPOINT))
+    try:
+        entries = checkpoint.read()
+    except (CheckpointFormatError, OSError) as e:
+        logger.warning(
+            "[Log partition=%s, dir=%s] Leader epoch checkpoint %s is unreadable (%s); rebuilding it from the log",
+            name, os.path.dirname(dir_), checkpoint.path, e,
+        )  # fmt: skip
+        entries = None
+    cache = LeaderEpochFileCache(name, checkpoint, entries or ())
+    changed = entries is None and os.path.exists(checkpoint.path)
+    scan_from = log_start_offset if entries is None else unclean_recovery_point
+    if scan_from is not None and log_end_offset > scan_from:
+        for header in headers_from(segments, scan_from):
+            if header.partition_leader_epoch >= 0:
+                changed = cache.assign(header.partition_leader_epoch, header.base_offset) or changed
+    changed = cache.truncate_from_end(log_end_offset) or changed
+    changed = cache.truncate_from_start(log_start_offset) or changed
+    if changed:
+        cache.flush()
+    return cache
