@@ -290,3 +290,45 @@ def test_a_new_controller_finishes_a_reassignment_the_old_one_started(
                and topic_znode(zk, topic)["adding_replicas"] == {}, "the new controller to finish")
     wait_until(lambda: sorted(state(zk, topic, 0)["isr"]) == sorted([leader, slow]), "the full ISR")
     assert partition_dirs(kafkapy_cluster, slow, topic) == [f"{topic}-0"]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.kafkapy_cluster(brokers=3, overrides=OVERRIDES)
+def test_cancel_returns_a_stuck_reassignment_to_its_original_replicas(
+    kafkapy_cluster: KafkapyCluster, zk: KazooClient, tmp_path: Path
+) -> None:
+    controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    first, stuck = (b for b in (0, 1, 2) if b != controller)
+    topic = "cancelled"
+    create_topic(kafkapy_cluster, zk, topic, [[first, controller]])
+    bootstrap = ("--bootstrap-server", kafkapy_cluster.bootstrap_servers)
+    path = plan(tmp_path / "stuck.json", topic, {0: [first, stuck]})
+    stuck_process = kafkapy_cluster.broker(stuck).process
+    assert stuck_process is not None
+    stuck_process.send_signal(signal.SIGSTOP)  # registered but silent: it never catches up
+    try:
+        done = run_tool(*bootstrap, "--execute", "--reassignment-json-file", str(path))
+        assert done.returncode == 0, done.stdout + done.stderr
+        listed = run_tool(*bootstrap, "--list")
+        assert listed.stdout.splitlines() == [
+            "Current partition reassignments:",
+            f"{topic}-0: replicas: {first},{stuck},{controller}. adding: {stuck}. removing: {controller}."]
+        verify = run_tool(*bootstrap, "--verify", "--reassignment-json-file", str(path))
+        assert verify.stdout.splitlines()[-1] == f"Reassignment of partition {topic}-0 is still in progress."
+        again = run_tool(*bootstrap, "--execute", "--reassignment-json-file", str(path))
+        assert again.returncode == 1 and again.stderr.startswith("Cannot execute because there is an existing")
+        cancelled = run_tool(*bootstrap, "--cancel", "--reassignment-json-file", str(path))
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+        assert cancelled.stdout.splitlines() == [
+            f"Successfully cancelled partition reassignment for: {topic}-0",
+            "None of the specified partition moves are active."]
+    finally:
+        stuck_process.send_signal(signal.SIGCONT)
+    znode = topic_znode(zk, topic)
+    assert sorted(znode["partitions"]["0"]) == sorted([first, controller])
+    assert znode["adding_replicas"] == {} and znode["removing_replicas"] == {}
+    assert run_tool(*bootstrap, "--list").stdout.splitlines() == ["No partition reassignments found."]
+    # The replica the cancelled reassignment had started is stopped and deleted.
+    wait_until(lambda: partition_dirs(kafkapy_cluster, stuck, topic) == [], "the added replica to be deleted")
+    none = run_tool(*bootstrap, "--cancel", "--reassignment-json-file", str(path))
+    assert none.stdout.splitlines()[0] == "None of the specified partition reassignments are active."

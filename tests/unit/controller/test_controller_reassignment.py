@@ -137,3 +137,21 @@ def test_a_new_controller_resumes_and_completes_a_reassignment(cluster):  # noqa
     settle(second)
     wait_until(lambda: zk.reassignment is None)
     assert zk.topics["t"].partitions[0] == ReplicaAssignment((1, 2))
+
+
+@pytest.mark.timeout(30)
+def test_a_new_controller_resumes_an_api_reassignment_from_the_topic_znode(cluster):  # noqa: F811
+    zk, net, start = cluster
+    first = start(0)
+    zk.add_topic("t", {0: [1]})
+    settle(first)
+    assert first.alter_partition_reassignments({T0: (1, 2)}).result(5) == {T0: None}
+    first.shutdown()
+    zk.controller = None
+    assert zk.reassignment is None  # nothing in /admin: only the topic znode knows
+    second = start(1)
+    assert second.list_partition_reassignments(None).result(5) == {T0: ReplicaAssignment((1, 2), (2,), ())}
+    zk.set_isr(T0, (1, 2))
+    settle(second)
+    assert zk.topics["t"].partitions[0] == ReplicaAssignment((1, 2))
+    assert second.list_partition_reassignments(frozenset({T0})).result(5) == {}
