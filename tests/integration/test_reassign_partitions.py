@@ -332,3 +332,35 @@ def test_cancel_returns_a_stuck_reassignment_to_its_original_replicas(
     wait_until(lambda: partition_dirs(kafkapy_cluster, stuck, topic) == [], "the added replica to be deleted")
     none = run_tool(*bootstrap, "--cancel", "--reassignment-json-file", str(path))
     assert none.stdout.splitlines()[0] == "None of the specified partition reassignments are active."
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.kafkapy_cluster(brokers=2, overrides=OVERRIDES)
+def test_generate_proposes_a_placement_over_the_listed_brokers(
+    kafkapy_cluster: KafkapyCluster, zk: KazooClient, tmp_path: Path
+) -> None:
+    create_topic(kafkapy_cluster, zk, "spread", [[0], [0], [0], [0]])
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "spread"}]}))
+    current = {"version": 1, "partitions": [
+        {"topic": "spread", "partition": p, "replicas": [0], "log_dirs": ["any"]} for p in range(4)]}
+    for where in (("--bootstrap-server", kafkapy_cluster.bootstrap_servers),
+                  ("--zookeeper", kafkapy_cluster.zookeeper_connect)):
+        done = run_tool(*where, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "0,1")
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        if where[0] == "--zookeeper":
+            lines = lines[1:]  # the deprecation warning
+        assert lines[0] == "Current partition replica assignment"
+        assert json.loads(lines[1]) == current
+        assert lines[2:4] == ["", "Proposed partition reassignment configuration"]
+        proposed = json.loads(lines[4])["partitions"]
+        assert [p["partition"] for p in proposed] == [0, 1, 2, 3]
+        assert sorted(p["replicas"][0] for p in proposed) == [0, 0, 1, 1]  # leaders spread evenly
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({"version": 1, "topics": [{"topic": "spread"}, {"topic": "nowhere"}]}))
+    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--generate",
+                    "--topics-to-move-json-file", str(missing), "--broker-list", "0,1")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic nowhere not found."]

@@ -53,8 +53,7 @@ def generate(admin: AdminClient, topics_json: str, broker_list: str, rack_aware:
     brokers, topics = parse_generate_args(topics_json, broker_list)
     current = _assignments(admin, topics)
     racks = {b: rack for b, rack in admin.broker_racks().items() if b in brokers}
-    check_racks(racks, rack_aware)
-    proposed = calculate_assignment(current, sorted(racks))
+    proposed = calculate_assignment(current, check_racks(racks, rack_aware))
     for line in format_generate(current, proposed):
         out(line)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.replica_assignment import assign_replicas_to_brokers
+from kafkapy.server.zk.rack_aware_assignment import assign_replicas
 
 ANY_LOG_DIR = "any"
 CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (
@@ -152,32 +152,31 @@ def parse_generate_args(topics_json: str, broker_list: str) -> tuple[list[int], 
     return brokers, topics
 
 
-def check_racks(brokers: Mapping[int, str | None], rack_aware: bool) -> None:
-    """Kafka's getBrokerMetadata check, plus kafkapy's missing rack-aware placement."""
+def check_racks(brokers: Mapping[int, str | None], rack_aware: bool) -> dict[int, str | None]:
+    """Kafka's getBrokerMetadata: the racks placement may use (none when rack awareness is
+    disabled), refusing a mix of brokers with and without a rack."""
     if not rack_aware:
-        return
+        return dict.fromkeys(brokers)
     with_rack = sum(1 for rack in brokers.values() if rack is not None)
     if with_rack and with_rack != len(brokers):
         raise AdminOperationError(
             "Not all brokers have rack information. Add --disable-rack-aware in command line to make "
             "replica assignment without rack information.")
-    if with_rack:
-        raise AdminOperationError(
-            "Rack-aware replica placement is not yet supported by kafkapy. Add --disable-rack-aware in "
-            "command line to make replica assignment without rack information.")
+    return dict(brokers)
 
 
-def calculate_assignment(current: Mapping[TopicPartition, Sequence[int]], brokers: Sequence[int],
+def calculate_assignment(current: Mapping[TopicPartition, Sequence[int]], brokers: Mapping[int, str | None],
                          fixed_start_index: int = -1) -> Assignment:
-    """Kafka's calculateAssignment: each topic placed anew over `brokers` with its partition
-    count and the replication factor of its first partition (AdminUtils.assignReplicasToBrokers)."""
+    """Kafka's calculateAssignment: each topic placed anew over `brokers` (id -> rack) with its
+    partition count and the replication factor of its first partition (assignReplicasToBrokers,
+    rack-aware when the brokers have racks)."""
     by_topic: dict[str, list[TopicPartition]] = {}
     for tp in current:
         by_topic.setdefault(tp.topic, []).append(tp)
     proposed: Assignment = {}
     for topic, partitions in by_topic.items():
         rf = len(current[partitions[0]])
-        placed = assign_replicas_to_brokers(sorted(brokers), len(partitions), rf, fixed_start_index)
+        placed = assign_replicas(brokers, len(partitions), rf, fixed_start_index)
         proposed.update({TopicPartition(topic, p): replicas for p, replicas in placed.items()})
     return proposed
 

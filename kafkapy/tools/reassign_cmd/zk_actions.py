@@ -44,8 +44,7 @@ def generate(zk: KafkaZkClient, topics_json: str, broker_list: str, rack_aware: 
     brokers, topics = parse_generate_args(topics_json, broker_list)
     current = _assignments(zk, topics)
     racks = {b.id: b.rack for b in zk.get_all_brokers_in_cluster() if b.id in brokers}
-    check_racks(racks, rack_aware)
-    proposed = calculate_assignment(current, sorted(racks))
+    proposed = calculate_assignment(current, check_racks(racks, rack_aware))
     for line in format_generate(current, proposed):
         out(line)
 

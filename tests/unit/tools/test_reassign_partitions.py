@@ -83,7 +83,7 @@ def test_generate_args_refuse_duplicates():
 
 def test_generate_places_each_topic_over_the_brokers_with_its_replication_factor():
     current = {TopicPartition("a", p): [0, 1] for p in range(4)} | {TopicPartition("b", 0): [0]}
-    proposed = calculate_assignment(current, [3, 1, 2], fixed_start_index=0)
+    proposed = calculate_assignment(current, dict.fromkeys([3, 1, 2]), fixed_start_index=0)
     assert proposed[TopicPartition("a", 0)] == [1, 2]
     assert {len(r) for tp, r in proposed.items() if tp.topic == "a"} == {2}
     assert all(set(r) <= {1, 2, 3} and len(set(r)) == len(r) for r in proposed.values())
@@ -95,10 +95,19 @@ def test_generate_places_each_topic_over_the_brokers_with_its_replication_factor
 
 
 def test_racks_need_disable_rack_aware():
-    check_racks({1: None, 2: None}, rack_aware=True)
-    check_racks({1: "a", 2: None}, rack_aware=False)
+    assert check_racks({1: None, 2: None}, rack_aware=True) == {1: None, 2: None}
+    assert check_racks({1: "a", 2: None}, rack_aware=False) == {1: None, 2: None}
     with pytest.raises(AdminOperationError, match="^Not all brokers have rack information"):
         check_racks({1: "a", 2: None}, rack_aware=True)
+
+
+def test_generate_is_rack_aware_unless_disabled():
+    current = {TopicPartition("a", p): [0, 1] for p in range(6)}
+    racks = {1: "x", 2: "x", 3: "y", 4: "y"}
+    aware = calculate_assignment(current, check_racks(racks, rack_aware=True))
+    assert all({racks[b] for b in r} == {"x", "y"} for r in aware.values())
+    unaware = calculate_assignment(current, check_racks(racks, rack_aware=False), fixed_start_index=0)
+    assert unaware[TopicPartition("a", 0)] == [1, 2]  # same rack: placement ignored the racks
 
 
 def test_status_lines_are_kafkas():
