@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -88,14 +89,14 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def run_admin(action: str, opts: dict[str, object], admin: AdminClient) -> None:
+def run_admin(action: str, opts: dict[str, Any], admin: AdminClient) -> None:
     out = click.echo
     if action == "generate":
         admin_actions.generate(admin, _read(str(opts["topics_to_move_json_file"])), str(opts["broker_list"]),
                                not opts["disable_rack_aware"], out)
     elif action == "execute":
         admin_actions.execute(admin, _read(str(opts["reassignment_json_file"])), bool(opts["additional"]),
-                              int(opts["throttle"]), out)  # type: ignore[call-overload]
+                              int(opts["throttle"]), out)
     elif action == "verify":
         admin_actions.verify(admin, _read(str(opts["reassignment_json_file"])), out)
     elif action == "cancel":
@@ -104,13 +105,13 @@ def run_admin(action: str, opts: dict[str, object], admin: AdminClient) -> None:
         admin_actions.list_reassignments(admin, out)
 
 
-def run_zk(action: str, opts: dict[str, object], zk: KafkaZkClient) -> None:
+def run_zk(action: str, opts: dict[str, Any], zk: KafkaZkClient) -> None:
     out = click.echo
     if action == "generate":
         zk_actions.generate(zk, _read(str(opts["topics_to_move_json_file"])), str(opts["broker_list"]),
                             not opts["disable_rack_aware"], out)
     elif action == "execute":
-        zk_actions.execute(zk, _read(str(opts["reassignment_json_file"])), int(opts["throttle"]), out)  # type: ignore[call-overload]
+        zk_actions.execute(zk, _read(str(opts["reassignment_json_file"])), int(opts["throttle"]), out)
     else:
         zk_actions.verify(zk, _read(str(opts["reassignment_json_file"])), out)
 
@@ -154,7 +155,7 @@ def command(**given: object) -> None:
     except UsageError as e:
         click.echo(str(e), err=True)
         sys.exit(1)
-    opts = dict(given)
+    opts: dict[str, Any] = dict(given)
     opts["throttle"] = -1 if given["throttle"] is None else given["throttle"]
     if not logging.getLogger().handlers:
         # kazoo logs connection trouble; without a handler Python would print it to stderr.
@@ -162,7 +163,7 @@ def command(**given: object) -> None:
     sys.exit(_run(action, opts))
 
 
-def _run(action: str, opts: dict[str, object]) -> int:
+def _run(action: str, opts: dict[str, Any]) -> int:
     admin: AdminClient | None = None
     zk: KafkaZkClient | None = None
     try:
