@@ -177,8 +177,17 @@ def test_move_every_partition_off_a_broker_under_acks_all_load(
     assert zk.exists(REASSIGN_PATH) is None
     wait_until(lambda: partition_dirs(kafkapy_cluster, 0, topic) == [], "broker 0's replicas to be deleted")
     assert partition_dirs(kafkapy_cluster, 2, topic) == [f"{topic}-{p}" for p in range(3)]
+    # Broker 0 is empty now: stopping it leaves every partition available for acks=all writes.
+    kafkapy_cluster.broker(0).stop()
+    after = Producer({"bootstrap.servers": kafkapy_cluster.broker(1).bootstrap, "acks": "all",
+                      "message.timeout.ms": 30000})
+    for p in range(3):
+        after.produce(topic, value=f"after-{p}".encode(), partition=p,
+                      on_delivery=lambda err, msg: err is None and producer.acked.add(msg.value().decode()))
+    assert after.flush(40) == 0
+    assert {f"after-{p}" for p in range(3)} <= producer.acked
     acked = set(producer.acked)
-    read = read_all(bootstrap, topic, 3)
+    read = read_all(kafkapy_cluster.broker(1).bootstrap, topic, 3)
     print(f"acks=all records acknowledged during the move: {len(acked)}, read back: {len(read & acked)}")
     missing = acked - read
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged records lost"
@@ -211,6 +220,16 @@ def test_raise_the_replication_factor_through_zookeeper(
     assert sorted(state(zk, topic, 0)["isr"]) == [0, 1, 2]
     assert state(zk, topic, 0)["leader"] == 1
     assert zk.exists(REASSIGN_PATH) is None
+    assert read_all(kafkapy_cluster.bootstrap_servers, topic, 1) == {str(n) for n in range(500)}
+
+    # And back down to 2, through the broker: the dropped replica's directory goes away.
+    shrink = plan(tmp_path / "shrink.json", topic, {0: [1, 2]})
+    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--execute",
+                    "--reassignment-json-file", str(shrink))
+    assert done.returncode == 0, done.stdout + done.stderr
+    wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [1, 2]}, "the replication factor to drop")
+    assert sorted(state(zk, topic, 0)["isr"]) == [1, 2]
+    wait_until(lambda: partition_dirs(kafkapy_cluster, 0, topic) == [], "broker 0's replica to be deleted")
     assert read_all(kafkapy_cluster.bootstrap_servers, topic, 1) == {str(n) for n in range(500)}
 
 
