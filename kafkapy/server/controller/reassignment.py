@@ -111,6 +111,10 @@ def process_api_partition_reassignment(c: KafkaController, e: ev.ApiPartitionRea
         return
     try:
         e.future.set_result(_api_reassign(c, e.reassignments))
+    except ControllerMovedException:
+        # The client must ask the new controller, which NOT_CONTROLLER tells it to do.
+        e.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
+        raise
     except Exception as exc:  # noqa: BLE001 - the error goes back to the request
         e.future.set_exception(exc)
         raise
