@@ -50,6 +50,8 @@ MAX_VERSIONS: dict[ApiKey, int] = {
     ApiKey.DELETE_TOPICS: 6,
     ApiKey.CREATE_PARTITIONS: 3,
     ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,  # v1's allowReplicationFactorChange is Kafka 3.x
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
 }
 # Versions below these lack what the tool relies on (Metadata v4: no auto-creation on describe).
 MIN_VERSIONS: dict[ApiKey, int] = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1}
@@ -66,6 +68,7 @@ DEFAULT_MESSAGES = {
     "NOT_CONTROLLER": "This is not the correct controller for this cluster.",
     "REQUEST_TIMED_OUT": "The request timed out.",
     "TOPIC_DELETION_DISABLED": "Topic deletion is disabled.",
+    "NO_REASSIGNMENT_IN_PROGRESS": "No partition reassignment is in progress.",
     "INVALID_REQUEST": "This most likely occurs because of a request being malformed by the client library "
     "or the message was sent to an incompatible broker. See the broker logs for more details.",
 }
@@ -259,6 +262,10 @@ class AdminClient:
     def live_brokers(self) -> set[int]:
         return {b.node_id for b in self._metadata([], "describeCluster").brokers}
 
+    def broker_racks(self) -> dict[int, str | None]:
+        """Live broker id -> its broker.rack (None without one)."""
+        return {b.node_id: b.rack for b in self._metadata([], "describeCluster").brokers}
+
     def describe_topics(self, names: Sequence[str]) -> dict[str, TopicInfo]:
         md = self._metadata(list(names), "describeTopics")
         result = {}
@@ -323,11 +330,25 @@ class AdminClient:
         results: Callable[[Any], list[tuple[int, str | None]]],
     ) -> None:
         """Send to the controller until no result says NOT_CONTROLLER, then raise the first error."""
+        answer = self.controller_call(api_key, call, build, results)
+        for code, message in results(answer):
+            raise_for_error(code, message)
+
+    def controller_call(
+        self,
+        api_key: ApiKey,
+        call: str,
+        build: Callable[[int], Any],
+        results: Callable[[Any], list[tuple[int, str | None]]],
+    ) -> Any:
+        """The controller's answer once none of its `results` says NOT_CONTROLLER (the controller
+        moved: ask the metadata again); other errors are the caller's to read."""
         deadline = self._deadline()
         while True:
             md = self._metadata([], call)
             address = self._cluster.brokers.get(md.controller_id) if self._cluster else None
             errors: list[tuple[int, str | None]] = []
+            answer: Any = None
             if address is not None:
                 try:
                     _, answer = self._send(address, api_key, build)
@@ -337,9 +358,7 @@ class AdminClient:
             else:
                 errors = [(NotControllerException.code, None)]
             if all(code != NotControllerException.code for code, _ in errors):
-                for code, message in errors:
-                    raise_for_error(code, message)
-                return
+                return answer
             if time.monotonic() >= deadline:
                 raise TimeoutException(f"Timed out waiting for a node assignment. Call: {call}")
             time.sleep(RETRY_BACKOFF_S)

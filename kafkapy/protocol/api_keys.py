@@ -122,6 +122,9 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # v1 (allowReplicationFactorChange, Kafka 3.x) would need refusing RF changes on request.
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 

@@ -66,6 +66,7 @@ class KafkaApis:
             metadata,
             produce,
             producer_ids,
+            reassignments,
             records,
             topics,
         )

@@ -11,6 +11,7 @@ from kafkapy.protocol.errors import (
     StaleBrokerEpochException,
 )
 from kafkapy.server.controller import events as ev
+from kafkapy.server.controller import reassignment
 from kafkapy.server.controller.election import ElectionStrategy
 from kafkapy.server.controller.leader_and_isr import PartitionAndReplica, ReplicaAssignment, TopicPartition
 from kafkapy.server.controller.state_change_log import StateChangeLogger
@@ -133,7 +134,7 @@ def on_broker_startup(c: KafkaController, new_brokers: list[int]) -> None:
     to_online = [r for r in replicas if not ctx.is_topic_queued_up_for_deletion(r.topic)]
     c.replica_state_machine.handle_state_changes(to_online, ReplicaState.ONLINE)
     c.partition_state_machine.trigger_online_partition_state_change()
-    # TODO(reassignment): resume reassignments waiting for these brokers.
+    reassignment.resume_for_new_brokers(c, new_brokers)
     deleting = {r.topic for r in replicas if ctx.is_topic_queued_up_for_deletion(r.topic)}
     if deleting:
         c.log.info(f"Some replicas {','.join(sorted(deleting))} for topics scheduled for deletion are on the newly "

@@ -142,6 +142,7 @@ class ControllerContext:
             self.partition_states.pop(tp, None)
         for key in [k for k in self.replica_states if k.topic == topic]:
             del self.replica_states[key]
+        self.partitions_being_reassigned -= {tp for tp in self.partitions_being_reassigned if tp.topic == topic}
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)
         self.topics_ineligible_for_deletion.discard(topic)

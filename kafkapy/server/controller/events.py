@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from kafkapy.server.controller.leader_and_isr import TopicPartition
+from kafkapy.server.controller.leader_and_isr import ReplicaAssignment, TopicPartition
 
 
 class ControllerEvent:
@@ -113,7 +113,32 @@ class AutoPreferredReplicaLeaderElection(ControllerEvent):
 
 @dataclass(frozen=True, slots=True)
 class ZkPartitionReassignment(ControllerEvent):
-    pass
+    """/admin/reassign_partitions was created or changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed: its target may be in sync now."""
+
+    partition: TopicPartition
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ApiPartitionReassignment(ControllerEvent):
+    """AlterPartitionReassignments (KIP-455): partition -> target replicas, None to cancel."""
+
+    reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+    # Completed with partition -> error (None for success); NotControllerException if not active.
+    future: Future[dict[TopicPartition, Exception | None]] = field(default_factory=Future)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments (KIP-455); `partitions` None lists every ongoing one."""
+
+    partitions: frozenset[TopicPartition] | None = None
+    # Completed with partition -> its in-flight assignment (replicas, adding, removing).
+    future: Future[dict[TopicPartition, ReplicaAssignment]] = field(default_factory=Future)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -13,12 +13,12 @@ controlled_shutdown(broker_id, broker_epoch) -> Future[set[TopicPartition]].
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from kafkapy.protocol.errors import ControllerMovedException
-from kafkapy.server.controller import broker_events, preferred_election, topic_events
+from kafkapy.protocol.errors import ControllerMovedException, NotControllerException
+from kafkapy.server.controller import broker_events, preferred_election, reassignment, topic_events
 from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.channel_manager import (
     ConnectionFactory,
@@ -28,7 +28,7 @@ from kafkapy.server.controller.channel_manager import (
 from kafkapy.server.controller.controller_config import ControllerConfig
 from kafkapy.server.controller.controller_context import ControllerContext
 from kafkapy.server.controller.event_manager import ControllerEventManager
-from kafkapy.server.controller.leader_and_isr import TopicPartition
+from kafkapy.server.controller.leader_and_isr import ReplicaAssignment, TopicPartition
 from kafkapy.server.controller.partition_state_machine import PartitionStateMachine
 from kafkapy.server.controller.replica_state_machine import ReplicaStateMachine
 from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch
@@ -113,7 +113,10 @@ class KafkaController:
             ev.IsrChangeNotification: lambda e: topic_events.process_isr_change_notification(self),
             ev.ReplicaLeaderElection: lambda e: preferred_election.process_replica_leader_election(self, e),
             ev.AutoPreferredReplicaLeaderElection: lambda e: preferred_election.process_auto_rebalance(self),
-            ev.ZkPartitionReassignment: lambda e: self._process_zk_partition_reassignment(),
+            ev.ZkPartitionReassignment: lambda e: reassignment.process_zk_partition_reassignment(self),
+            ev.PartitionReassignmentIsrChange: lambda e: reassignment.process_isr_change(self, e.partition),
+            ev.ApiPartitionReassignment: lambda e: reassignment.process_api_partition_reassignment(self, e),
+            ev.ListPartitionReassignments: lambda e: reassignment.process_list_partition_reassignments(self, e),
         }
 
     # --- public API --------------------------------------------------------------------------------
@@ -156,6 +159,21 @@ class KafkaController:
         self.event_manager.put(event)
         return event.future
 
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+    ) -> Future[dict[TopicPartition, Exception | None]]:
+        """KIP-455: start (or, with None, cancel) reassignments; the future holds each partition's error."""
+        event = ev.ApiPartitionReassignment(dict(reassignments))
+        self.event_manager.put(event)
+        return event.future
+
+    def list_partition_reassignments(
+        self, partitions: frozenset[TopicPartition] | None
+    ) -> Future[dict[TopicPartition, ReplicaAssignment]]:
+        event = ev.ListPartitionReassignments(partitions)
+        self.event_manager.put(event)
+        return event.future
+
     def put(self, event: ev.ControllerEvent) -> None:
         self.event_manager.put(event)
 
@@ -178,6 +196,8 @@ class KafkaController:
     def preempt(self, event: ev.ControllerEvent) -> None:
         if isinstance(event, ev.ControlledShutdown) and not event.future.done():
             event.future.set_exception(ControllerMovedException("Controller moved to another broker"))
+        elif isinstance(event, ev.ApiPartitionReassignment | ev.ListPartitionReassignments) and not event.future.done():
+            event.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
 
     # --- election ----------------------------------------------------------------------------------
 
@@ -249,11 +269,14 @@ class KafkaController:
         self.zk.watch_children(DELETE_TOPICS, lambda: self.put(ev.TopicDeletion()))
         self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda: self.put(ev.IsrChangeNotification()))
         self.zk.watch_node(PREFERRED_REPLICA_ELECTION, lambda: self.put(ev.ReplicaLeaderElection()))
-        self.zk.watch_node(REASSIGN_PARTITIONS, lambda: self.put(ev.ZkPartitionReassignment()))
+        # Deletion is this controller's own doing once a reassignment completes: nothing to do.
+        self.zk.watch_node(REASSIGN_PARTITIONS, lambda: self.put(ev.ZkPartitionReassignment()),
+                           on_delete=lambda: None)
         self.log.info("Deleting isr change notifications")
         self.zk.delete_isr_change_notifications(None, self.context.epoch_zk_version)
         self.log.info("Initializing controller context")
         broker_events.initialize_controller_context(self)
+        reassignment.load_reassignments_in_progress(self)
         self.log.info("Fetching topic deletions in progress")
         to_delete, ineligible = topic_events.fetch_topic_deletions_in_progress(self)
         self.log.info("Initializing topic deletion manager")
@@ -264,7 +287,7 @@ class KafkaController:
         self.replica_state_machine.startup()
         self.partition_state_machine.startup()
         self.log.info(f"Ready to serve as the new controller with epoch {self.context.epoch}")
-        # TODO(reassignment): resume /admin/reassign_partitions here (Kafka's initializePartitionReassignments).
+        reassignment.initialize_reassignments(self)
         self.topic_deletion_manager.try_topic_deletion()
         preferred_election.process_replica_leader_election(self, ev.ReplicaLeaderElection())
         if self.config.auto_leader_rebalance_enable:
@@ -283,6 +306,7 @@ class KafkaController:
         if self._rebalance_timer is not None:
             self._rebalance_timer.cancel()
             self._rebalance_timer = None
+        reassignment.on_resignation(self)
         self.topic_deletion_manager.reset()
         self.replica_state_machine.shutdown()
         self.partition_state_machine.shutdown()
@@ -290,12 +314,6 @@ class KafkaController:
         self.channel_manager.shutdown()
         self.context.reset()
         self.log.info("Resigned")
-
-    def _process_zk_partition_reassignment(self) -> None:
-        # TODO(reassignment): Kafka's onPartitionReassignment (RAR = ORS + TRS, catch-up, leader
-        # move, OAR removal). Until then a request stays in /admin/reassign_partitions untouched.
-        if self.is_active():
-            self.log.warning("Partition reassignment is not implemented yet; leaving /admin/reassign_partitions")
 
     # --- helpers the event modules share -----------------------------------------------------------
 

@@ -9,7 +9,7 @@ controller has bumped /controller_epoch since (Kafka's "zombie controller" fenci
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -91,6 +91,20 @@ class ControllerZk(Protocol):
     def get_preferred_replica_election(self) -> set[TopicPartition]: ...
 
     def delete_preferred_replica_election(self, epoch_zk_version: int) -> None: ...
+
+    # --- partition reassignment ---
+    def update_topic_assignment(self, topic: str, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        """Rewrite /brokers/topics/<t> with the full assignment (adding/removing replicas included)."""
+        ...
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, list[int]] | None:
+        """/admin/reassign_partitions as partition -> target replicas; None if it does not exist."""
+        ...
+
+    def set_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]],
+                                   epoch_zk_version: int) -> None: ...
+
+    def delete_partition_reassignment(self, epoch_zk_version: int) -> None: ...
 
     # --- watches: the callbacks run on ZooKeeper's thread and must only enqueue events ---
     def watch_children(self, path: str, callback: Callable[[], None]) -> None: ...

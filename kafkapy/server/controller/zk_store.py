@@ -3,7 +3,7 @@ kafkapy.server.zk.KafkaZkClient. Pure delegation plus shape conversion; no decis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafkapy.server.controller.leader_and_isr import (
@@ -129,6 +129,23 @@ class ZkControllerStore:
 
     def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
         self.client.delete_preferred_replica_election(epoch_zk_version)
+
+    # --- partition reassignment ---
+
+    def update_topic_assignment(self, topic: str, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        self.client.set_topic_assignment(topic, assignment.partitions, assignment.topic_id, epoch_zk_version)
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, list[int]] | None:
+        if not self.client.reassign_partitions_in_progress():
+            return None
+        return dict(self.client.get_partition_reassignment())
+
+    def set_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]],
+                                   epoch_zk_version: int) -> None:
+        self.client.set_or_create_partition_reassignment(reassignment, epoch_zk_version)
+
+    def delete_partition_reassignment(self, epoch_zk_version: int) -> None:
+        self.client.delete_partition_reassignment(epoch_zk_version)
 
     # --- watches ---
 

@@ -45,6 +45,8 @@ class FakeZk:
         # Fault injection: partitions whose next update hits a version conflict.
         self.conflict_once: set[TopicPartition] = set()
         self.deleted_topics: list[str] = []
+        # /admin/reassign_partitions; None when the znode does not exist
+        self.reassignment: dict[TopicPartition, list[int]] | None = None
 
     # --- helpers for tests ---
 
@@ -166,12 +168,35 @@ class FakeZk:
     def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
         self.preferred = None
 
+    def update_topic_assignment(self, topic: str, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        self._fence(epoch_zk_version)
+        self.topics[topic] = TopicAssignment(assignment.topic_id, dict(assignment.partitions))
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, list[int]] | None:
+        return None if self.reassignment is None else dict(self.reassignment)
+
+    def set_partition_reassignment(self, reassignment: dict[TopicPartition, list[int]], epoch_zk_version: int) -> None:
+        self._fence(epoch_zk_version)
+        self.reassignment = {tp: list(r) for tp, r in reassignment.items()}
+
+    def delete_partition_reassignment(self, epoch_zk_version: int) -> None:
+        self._fence(epoch_zk_version)
+        self.reassignment = None
+
+    def set_isr(self, tp: TopicPartition, isr: tuple[int, ...]) -> None:
+        """What a leader's ISR expansion does: a new ISR, same epoch, next zk version; fires the watch."""
+        cur = self.states[tp]
+        lai = cur.leader_and_isr
+        self.states[tp] = LeaderIsrAndControllerEpoch(lai.new_isr(isr).with_zk_version(lai.zk_version + 1),
+                                                      cur.controller_epoch)
+        self.fire(f"/brokers/topics/{tp.topic}/partitions/{tp.partition}/state")
+
     def watch_children(self, path: str, callback: Callable[[], None]) -> None:
         self.watches[path] = (callback, None)
 
     def watch_node(self, path: str, callback: Callable[[], None], on_delete: Callable[[], None] | None = None) -> bool:
         self.watches[path] = (callback, on_delete)
-        return True
+        return self.reassignment is not None if path == "/admin/reassign_partitions" else True
 
     def unwatch(self, path: str) -> None:
         self.watches.pop(path, None)

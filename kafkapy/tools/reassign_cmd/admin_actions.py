@@ -1,0 +1,135 @@
+"""The --bootstrap-server actions of kafkapy-reassign-partitions (Kafka 2.8's path through the
+Admin API): Metadata for assignments and brokers, AlterPartitionReassignments to start and cancel,
+ListPartitionReassignments for what is in flight."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kafkapy.client.admin import AdminClient
+from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
+from kafkapy.protocol.errors import UnknownTopicOrPartitionException
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.tools.reassign_cmd.reassignment_json import (
+    CANNOT_EXECUTE_BECAUSE_OF_EXISTING,
+    AdminCommandFailedError,
+    Assignment,
+    PartitionState,
+    TerseReassignmentFailure,
+    calculate_assignment,
+    check_racks,
+    current_assignment_lines,
+    format_generate,
+    missing_topics_error,
+    parse_execute_args,
+    parse_generate_args,
+    parse_reassignment_json,
+    scala_list,
+    sort_key,
+    started_line,
+    status_lines,
+)
+
+Printer = Callable[[str], None]
+
+
+def _assignments(admin: AdminClient, topics: Sequence[str]) -> Assignment:
+    """Kafka's getReplicaAssignmentForTopics: a missing topic fails the whole command."""
+    wanted = sorted(set(topics))
+    try:
+        described = admin.describe_topics(wanted)
+    except UnknownTopicOrPartitionException:
+        # Metadata answers per topic but describe_topics stops at the first error: find which.
+        described = {}
+        for topic in wanted:
+            try:
+                described.update(admin.describe_topics([topic]))
+            except UnknownTopicOrPartitionException:
+                raise missing_topics_error([topic]) from None
+    return {TopicPartition(t, p.partition): list(p.replicas) for t, info in described.items() for p in info.partitions}
+
+
+def generate(admin: AdminClient, topics_json: str, broker_list: str, rack_aware: bool, out: Printer) -> None:
+    brokers, topics = parse_generate_args(topics_json, broker_list)
+    current = _assignments(admin, topics)
+    racks = {b: rack for b, rack in admin.broker_racks().items() if b in brokers}
+    proposed = calculate_assignment(current, check_racks(racks, rack_aware))
+    for line in format_generate(current, proposed):
+        out(line)
+
+
+def execute(admin: AdminClient, reassignment_json: str, additional: bool, throttle: int, out: Printer) -> None:
+    proposed, log_dirs = parse_execute_args(reassignment_json)
+    if log_dirs:
+        # AlterReplicaLogDirs (34) is not served yet: refuse before anything changes.
+        raise AdminCommandFailedError("Moving replicas between log directories (log_dirs other than \"any\") "
+                                      "is not yet supported by kafkapy.")
+    if not additional and list_partition_reassignments(admin):
+        raise TerseReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
+    live = admin.live_brokers()
+    for broker in sorted({r for replicas in proposed.values() for r in replicas}):
+        if broker not in live:
+            raise AdminCommandFailedError(f"Unknown broker id {broker}")
+    current = _assignments(admin, [tp.topic for tp in proposed])
+    missing = sorted((tp for tp in proposed if tp not in current), key=sort_key)
+    if missing:
+        # Checked here so that a bad file starts nothing (the controller would refuse only these).
+        raise AdminCommandFailedError(f"The proposed assignment contains non-existent partitions: {scala_list(missing)}")
+    for line in current_assignment_lines(proposed, current):
+        out(line)
+    if throttle >= 0:
+        out("Warning: replication throttles are not yet supported by kafkapy; --throttle is ignored.")
+    errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
+    if errors:
+        raise TerseReassignmentFailure("Error reassigning partition(s):\n" + "\n".join(
+            f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key)))
+    out(started_line(list(proposed)))
+
+
+def verify(admin: AdminClient, reassignment_json: str, out: Printer) -> None:
+    parts, _log_dirs = parse_reassignment_json(reassignment_json)
+    targets = dict(parts)
+    ongoing = list_partition_reassignments(admin)
+    states: dict[TopicPartition, PartitionState] = {}
+    settled = [tp for tp in targets if tp not in ongoing]
+    described = admin.describe_topics(sorted({tp.topic for tp in settled})) if settled else {}
+    replicas = {TopicPartition(t, p.partition): p.replicas for t, info in described.items() for p in info.partitions}
+    for tp, target in targets.items():
+        if tp in ongoing:
+            states[tp] = PartitionState(ongoing[tp].replicas, tuple(target), False)
+        else:
+            states[tp] = PartitionState(tuple(replicas.get(tp, ())), tuple(target), True)
+    for line in status_lines(states):
+        out(line)
+
+
+def cancel(admin: AdminClient, reassignment_json: str, out: Printer) -> None:
+    parts, _log_dirs = parse_reassignment_json(reassignment_json)
+    targets = {tp for tp, _ in parts}
+    moving = sorted(
+        (tp for tp, r in list_partition_reassignments(admin, targets).items() if r.adding_replicas or r.removing_replicas),
+        key=sort_key)
+    if moving:
+        errors = {tp: e for tp, e in alter_partition_reassignments(admin, dict.fromkeys(moving)).items() if e}
+        if errors:
+            plural = "" if len(errors) == 1 else "s"
+            raise TerseReassignmentFailure(f"Error cancelling partition reassignment{plural} for:\n" + "\n".join(
+                f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key)))
+        plural = "" if len(moving) == 1 else "s"
+        out(f"Successfully cancelled partition reassignment{plural} for: {','.join(map(str, moving))}")
+    else:
+        out("None of the specified partition reassignments are active.")
+    out("None of the specified partition moves are active.")
+
+
+def list_reassignments(admin: AdminClient, out: Printer) -> None:
+    ongoing = list_partition_reassignments(admin)
+    if not ongoing:
+        out("No partition reassignments found.")
+        return
+    out("Current partition reassignments:")
+    for tp in sorted(ongoing, key=sort_key):
+        r = ongoing[tp]
+        adding = f" adding: {','.join(map(str, r.adding_replicas))}." if r.adding_replicas else ""
+        removing = f" removing: {','.join(map(str, r.removing_replicas))}." if r.removing_replicas else ""
+        out(f"{tp}: replicas: {','.join(map(str, r.replicas))}.{adding}{removing}")
