@@ -7,7 +7,8 @@ then:
   FENCED_LEADER_EPOCH, naming a future one with UNKNOWN_LEADER_EPOCH;
 - a confluent-kafka (librdkafka) consumer that committed offsets stamped with the old epoch
   validates its position against the new leader (OffsetForLeaderEpoch) and goes on reading:
-  every record once, in order, no offset reset, no truncation reported.
+  every record once, in order, no offset reset, no truncation reported;
+- so does a kafka-python 3 consumer (OffsetForLeaderEpoch v4, flexible).
 
 The partition's leader is the broker that is not the controller, so that stopping it moves
 leadership without also moving the controller.
@@ -314,3 +315,56 @@ def test_confluent_consumer_keeps_its_position_across_a_leader_change(
     assert again == [(i, values[i]) for i in range(100, 300)]
     for log in (lines, later):
         assert log.having("truncation") == [] and log.having("Reset") == []
+
+
+def test_kafka_python_consumer_validates_its_position_after_a_leader_change(
+    kafkapy_cluster: KafkapyCluster, zk: KazooClient
+) -> None:
+    """kafka-python 3 asks OffsetForLeaderEpoch (v4, flexible, replica_id -1) when the leader
+    epoch in its metadata moves past its position's, and with auto_offset_reset='none' raises
+    LogTruncationError if the answer says its position is gone."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    leader, follower = create_topic_led_by_the_other_broker(kafkapy_cluster, zk)
+    values = [b"k-%03d" % i for i in range(200)]
+    produce(kafkapy_cluster, values[:100])
+    lines = Lines()
+    kafka_log = logging.getLogger("kafka.consumer")
+    kafka_log.addHandler(lines)
+    kafka_log.setLevel(logging.DEBUG)
+    tp = KpTopicPartition(TOPIC, 0)
+    c = KafkaConsumer(
+        bootstrap_servers=kafkapy_cluster.bootstrap_servers,
+        group_id=group_coordinated_by(kafkapy_cluster, follower, "kafka-python"),
+        enable_auto_commit=False,
+        auto_offset_reset="none",  # a reset or a truncation raises instead of moving the position
+        metadata_max_age_ms=1000,
+    )
+    got: list[tuple[int, bytes]] = []
+
+    def poll_until(n: int) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < n and time.monotonic() < deadline:
+            for records in c.poll(timeout_ms=500).values():
+                got.extend((r.offset, r.value) for r in records)
+        assert len(got) >= n, f"read {len(got)} of {n} records"
+
+    try:
+        c.assign([tp])
+        c.commit({tp: OffsetAndMetadata(0, "", -1)})
+        poll_until(100)
+        c.commit()
+        assert c.committed(tp, metadata=True).leader_epoch == 0
+        move_leadership(kafkapy_cluster, zk, leader, follower)
+        produce(kafkapy_cluster, values[100:])
+        poll_until(200)
+    finally:
+        c.close()
+        kafka_log.removeHandler(lines)
+    assert got == list(enumerate(values)), "every record once, in order"
+    # It asked the new leader (possibly first with an epoch the broker had already left behind,
+    # answered FENCED_LEADER_EPOCH and retried) and went on without a truncation or reset.
+    assert lines.having("Sending OffsetForLeaderEpochRequest"), "kafka-python validated its position"
+    assert lines.having("Truncation detected") == []
