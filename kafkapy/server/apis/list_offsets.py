@@ -1,4 +1,4 @@
-"""ListOffsets: earliest, latest (the high watermark), max timestamp, and offsets by time.
+"""ListOffsets: earliest, latest (the high watermark for consumers), max timestamp, offsets by time.
 
 Each answer carries the leader epoch of the offset it returns (KIP-320: a consumer that
 starts from it can later ask OffsetForLeaderEpoch whether its position survived a leader
@@ -34,10 +34,15 @@ def offset_for(
     current_leader_epoch: int = NO_LEADER_EPOCH,
     from_consumer: bool = True,
 ) -> tuple[int, int, int]:
-    """(offset, timestamp, leader epoch) for one partition; raises the partition's error."""
+    """(offset, timestamp, leader epoch) for one partition; raises the partition's error.
+
+    Consumers see up to the high watermark; a replica or the debugging id up to the log end
+    offset (Kafka's lastFetchableOffset without an isolation level).
+    """
     partition = apis.replica_manager.leader_partition(tp, current_leader_epoch)
     log = partition.log
     hw = log.high_watermark
+    last_fetchable = hw if from_consumer else log.log_end_offset
     # A new leader's high watermark trails the offset its epoch began at until its followers
     # fetch again: an answer from below it could send a consumer backwards, so Kafka asks the
     # client to retry (Partition.fetchOffsetForTimestamp).
@@ -49,11 +54,11 @@ def offset_for(
                 f"partition's high watermark ({hw}) is lagging behind the start offset from the beginning of this "
                 f"epoch ({partition.leader_epoch_start_offset})."
             )
-        return hw, -1, _epoch(log.latest_epoch)
+        return last_fetchable, -1, _epoch(log.latest_epoch)
     found = log.fetch_offset_by_timestamp(timestamp)  # earliest: the log start offset and its epoch
     if timestamp == EARLIEST_TIMESTAMP:
         return found.offset, -1, _epoch(found.leader_epoch)
-    if found is None or found.offset < 0 or (timestamp != MAX_TIMESTAMP and found.offset >= hw):
+    if found is None or found.offset < 0 or (timestamp != MAX_TIMESTAMP and found.offset >= last_fetchable):
         if lagging:
             raise OffsetNotAvailableException(
                 f"Failed to fetch offsets for partition {tp}: its high watermark ({hw}) is lagging behind the "
