@@ -116,6 +116,9 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
+    # The spec kafka-python ships starts at v2 (Kafka 4 dropped 0-1); librdkafka sends v2 only,
+    # kafka-python up to v4; v3 adds replica_id, v4 is flexible.
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),

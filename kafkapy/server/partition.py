@@ -21,19 +21,28 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol.errors import (
+    FencedLeaderEpochException,
     NotEnoughReplicasAfterAppendException,
     NotEnoughReplicasException,
     NotLeaderOrFollowerException,
+    UnknownLeaderEpochException,
 )
+from kafkapy.server.log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, OffsetAndEpoch
 from kafkapy.server.log.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkapy.server.log.log import Log
 
 log = logging.getLogger("kafkapy.cluster.Partition")
 state_change_log = logging.getLogger("state.change.logger")
 
 UNKNOWN_OFFSET = -1
+# RecordBatch.NO_PARTITION_LEADER_EPOCH: a request's current_leader_epoch when the client
+# knows none (older versions, or no metadata epoch yet): never fenced.
+NO_LEADER_EPOCH = -1
 
 
 def now_ms() -> int:
@@ -152,6 +161,48 @@ class Partition:
         self.pending_isr = None  # the controller's state supersedes whatever we were writing
         if topic_id.int:
             self.topic_id = topic_id
+
+    # -- requests stamped with a leader epoch (KIP-320) ------------------------------------------
+
+    def check_current_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Kafka's checkCurrentLeaderEpoch: a request naming an older leader epoch than ours
+        comes from a client or follower with stale metadata (FENCED_LEADER_EPOCH); a newer one
+        means this broker has not yet heard of the new leadership (UNKNOWN_LEADER_EPOCH). Both
+        are retriable: the sender refreshes its metadata. No epoch named passes.
+
+        Hot paths compare `current_leader_epoch != partition.leader_epoch` before calling this,
+        so a matching epoch costs one integer comparison.
+        """
+        local = self.leader_epoch
+        if current_leader_epoch == NO_LEADER_EPOCH or current_leader_epoch == local:
+            return
+        error = FencedLeaderEpochException if current_leader_epoch < local else UnknownLeaderEpochException
+        raise error(
+            f"Failed to find log for partition {self.tp} with leader epoch {current_leader_epoch}. "
+            f"The current leader is {self.leader_id} and the current epoch {local}"
+        )
+
+    def local_log_with_epoch(self, current_leader_epoch: int, require_leader: bool) -> Log:
+        """Kafka's localLogWithEpochOrException: the epoch is checked before leadership, so a
+        stale client asking a former leader hears FENCED_LEADER_EPOCH."""
+        if current_leader_epoch != self.leader_epoch:
+            self.check_current_leader_epoch(current_leader_epoch)
+        if require_leader and not self.is_leader:
+            raise NotLeaderOrFollowerException(
+                f"Leader not local for partition {self.tp} on broker {self.local_broker_id}"
+            )
+        return self.log
+
+    def last_offset_for_leader_epoch(
+        self, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool
+    ) -> OffsetAndEpoch:
+        """OffsetForLeaderEpoch for this partition: where `leader_epoch` ended in our log, and
+        the largest epoch <= it that we know; (UNDEFINED_EPOCH_OFFSET, UNDEFINED_EPOCH) when
+        the log cannot place it. Raises the fencing and leadership errors."""
+        found = self.local_log_with_epoch(current_leader_epoch, fetch_only_from_leader).end_offset_for_epoch(
+            leader_epoch
+        )
+        return found if found is not None else OffsetAndEpoch(UNDEFINED_EPOCH_OFFSET, UNDEFINED_EPOCH)
 
     # -- leader side ----------------------------------------------------------------------------
 

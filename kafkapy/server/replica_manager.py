@@ -32,7 +32,7 @@ from kafkapy.protocol.errors import (
 from kafkapy.protocol.file_region import FileRegion
 from kafkapy.server.isr_manager import IsrManager
 from kafkapy.server.log.topic_partition import TopicPartition
-from kafkapy.server.partition import Partition
+from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafkapy.server.replica_fetcher_thread import BrokerEndPoint, FetcherConfig, InitialFetchState
@@ -52,6 +52,16 @@ class ProduceResult:
     log_start_offset: int = -1
     error_message: str | None = None
     last_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    """One partition of an OffsetForLeaderEpoch answer, named as the response's fields."""
+
+    error_code: int
+    partition: int
+    leader_epoch: int = -1
+    end_offset: int = -1
 
 
 @dataclass(slots=True)
@@ -233,15 +243,38 @@ class ReplicaManager:
         self.fetcher_manager.shutdown_idle_fetcher_threads()
         return {"error_code": 0, "partition_errors": out}
 
-    def leader_partition(self, tp: TopicPartition) -> Partition:
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_LEADER_EPOCH) -> Partition:
+        """The partition if this broker leads it in the request's leader epoch (KIP-320).
+
+        Partition.local_log_with_epoch inlined: the fetch path runs this for every partition,
+        and a matching epoch must cost one comparison, not another call.
+        """
         partition = self.partitions.get(tp)
         if partition is None:
             raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition {tp}")
+        if current_leader_epoch != partition.leader_epoch:
+            partition.check_current_leader_epoch(current_leader_epoch)  # raises unless no epoch was named
         if not partition.is_leader:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {tp} on broker {self.broker_id}"
             )
         return partition
+
+    def last_offset_for_leader_epoch(
+        self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool
+    ) -> EpochEndOffset:
+        """OffsetForLeaderEpoch for one partition, its error as a value (Kafka's
+        ReplicaManager.lastOffsetForLeaderEpoch)."""
+        partition = self.partitions.get(tp)
+        try:
+            if partition is None:
+                raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition {tp}")
+            found = partition.last_offset_for_leader_epoch(
+                current_leader_epoch, leader_epoch, fetch_only_from_leader
+            )
+        except KafkaError as e:
+            return EpochEndOffset(e.code, tp.partition)
+        return EpochEndOffset(0, tp.partition, found.leader_epoch, found.offset)
 
     # -- produce --------------------------------------------------------------------------------
 
@@ -325,24 +358,26 @@ class ReplicaManager:
         replica_id: int,
         isolation_level: int,
         fetch_max_bytes: int,
-        partitions: list[tuple[TopicPartition, int, int]],
+        partitions: list[tuple[TopicPartition, int, int, int]],
         update_follower_state: bool = True,
     ) -> dict[TopicPartition, FetchResult]:
-        """Read (tp, fetch_offset, partition_max_bytes) ranges as file regions, Kafka's limits applied.
+        """Read (tp, fetch_offset, partition_max_bytes, current_leader_epoch) ranges as file
+        regions, Kafka's limits applied.
 
         The first partition with data may exceed the limits by one batch, so a consumer always makes
         progress past a batch larger than its max.partition.fetch.bytes. A follower's fetch offsets
         count as its position when the request arrives, not again when a delayed fetch completes
-        (as in Kafka): by then a LeaderAndIsr may have removed it from the ISR on purpose.
+        (as in Kafka): by then a LeaderAndIsr may have removed it from the ISR on purpose. A fetch
+        fenced by its leader epoch (KIP-320) reads nothing and moves no follower state.
         """
         results: dict[TopicPartition, FetchResult] = {}
         remaining = fetch_max_bytes
         min_one = True
-        for tp, offset, part_max in partitions:
+        for tp, offset, part_max, current_leader_epoch in partitions:
             res = FetchResult()
             results[tp] = res
             try:
-                partition = self.leader_partition(tp)
+                partition = self.leader_partition(tp, current_leader_epoch)
                 the_log = partition.log
                 hw = the_log.high_watermark
                 res.high_watermark = hw
@@ -366,12 +401,17 @@ class ReplicaManager:
                 res.error_code = error_code(e)
         return results
 
-    def fetchable_bytes(self, tp: TopicPartition, offset: int, replica_id: int, limit: int) -> int:
+    def fetchable_bytes(
+        self, tp: TopicPartition, offset: int, replica_id: int, limit: int, current_leader_epoch: int
+    ) -> int:
         """Bytes (up to about `limit`) a fetch at `offset` would get now, for a delayed fetch's
-        min_bytes; -1 if it must answer at once. Runs on every append to a watched partition,
+        min_bytes; -1 if it must answer at once (leadership or the leader epoch the fetch named
+        moved on, as Kafka's DelayedFetch checks). Runs on every append to a watched partition,
         so it never looks further than the bytes still missing."""
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
+            return -1
+        if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_LEADER_EPOCH:
             return -1
         the_log = partition.log
         end = the_log.log_end_offset if replica_id >= 0 else the_log.high_watermark

@@ -39,6 +39,7 @@ class _Wanted:
     partition: int
     offset: int
     max_bytes: int
+    current_leader_epoch: int  # -1 before v9 (the codec's default): never fenced
     error_code: int = 0
 
 
@@ -65,7 +66,17 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
             topic_id, name = cache.topic_id(t.topic), t.topic
             code = 0 if cache.contains_topic(name) else UnknownTopicOrPartitionException.code
         for p in t.partitions:
-            wanted.append(_Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, code))
+            wanted.append(
+                _Wanted(
+                    name,
+                    topic_id,
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                    code,
+                )
+            )
     if version >= 7 and body.session_id != 0:
         # We never hand out sessions, so an id the client thinks it has is unknown here.
         return fetch_codec.encode_fetch_response(
@@ -94,15 +105,19 @@ async def _delayed(
 ) -> Any:
     rm = apis.replica_manager
     keys = [TopicPartition(w.topic, w.partition) for w in wanted if w.topic is not None]
-    offsets = {TopicPartition(w.topic, w.partition): w.offset for w in wanted if w.topic is not None}
+    offsets = {
+        TopicPartition(w.topic, w.partition): (w.offset, w.current_leader_epoch)
+        for w in wanted
+        if w.topic is not None
+    }
     min_bytes = body.min_bytes
 
     def can_complete() -> bool:
         available = 0
-        for tp, offset in offsets.items():
-            n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available)
+        for tp, (offset, epoch) in offsets.items():
+            n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available, epoch)
             if n < 0:
-                return True  # leadership moved or the offset left the log: answer now
+                return True  # leadership or its epoch moved, or the offset left the log: answer now
             available += n
             if available >= min_bytes:
                 return True
@@ -124,7 +139,7 @@ def _read(
     update_follower_state: bool = True,
 ) -> dict[TopicPartition, FetchResult]:
     ranges = [
-        (TopicPartition(w.topic, w.partition), w.offset, w.max_bytes)
+        (TopicPartition(w.topic, w.partition), w.offset, w.max_bytes, w.current_leader_epoch)
         for w in wanted
         if not w.error_code and w.topic is not None
     ]

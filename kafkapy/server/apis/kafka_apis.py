@@ -64,6 +64,7 @@ class KafkaApis:
             groups,  # the group coordinator's APIs (with apis/offsets.py)
             list_offsets,
             metadata,
+            offset_for_leader_epoch,
             produce,
             producer_ids,
             reassignments,

@@ -1,39 +1,76 @@
-"""ListOffsets: earliest, latest (the high watermark), max timestamp, and offsets by time."""
+"""ListOffsets: earliest, latest (the high watermark for consumers), max timestamp, offsets by time.
+
+Each answer carries the leader epoch of the offset it returns (KIP-320: a consumer that
+starts from it can later ask OffsetForLeaderEpoch whether its position survived a leader
+change), and a request naming a leader epoch (v4+) is fenced like a fetch.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.partition import NO_LEADER_EPOCH
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+CONSUMER_REPLICA_ID = -1
+NOT_FOUND = (-1, -1, -1)
 
 
-def offset_for(apis: KafkaApis, tp: TopicPartition, timestamp: int) -> tuple[int, int, int]:
-    """(offset, timestamp, leader epoch) for one partition; raises the partition's error."""
-    partition = apis.replica_manager.leader_partition(tp)
+def _epoch(epoch: int | None) -> int:
+    return -1 if epoch is None else epoch
+
+
+def offset_for(
+    apis: KafkaApis,
+    tp: TopicPartition,
+    timestamp: int,
+    current_leader_epoch: int = NO_LEADER_EPOCH,
+    from_consumer: bool = True,
+) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch) for one partition; raises the partition's error.
+
+    Consumers see up to the high watermark; a replica or the debugging id up to the log end
+    offset (Kafka's lastFetchableOffset without an isolation level).
+    """
+    partition = apis.replica_manager.leader_partition(tp, current_leader_epoch)
     log = partition.log
+    hw = log.high_watermark
+    last_fetchable = hw if from_consumer else log.log_end_offset
+    # A new leader's high watermark trails the offset its epoch began at until its followers
+    # fetch again: an answer from below it could send a consumer backwards, so Kafka asks the
+    # client to retry (Partition.fetchOffsetForTimestamp).
+    lagging = from_consumer and partition.leader_epoch_start_offset > hw
     if timestamp == LATEST_TIMESTAMP:
-        return log.high_watermark, -1, partition.leader_epoch
+        if lagging:
+            raise OffsetNotAvailableException(
+                f"Failed to fetch offsets for partition {tp} with leader epoch {partition.leader_epoch} as this "
+                f"partition's high watermark ({hw}) is lagging behind the start offset from the beginning of this "
+                f"epoch ({partition.leader_epoch_start_offset})."
+            )
+        return last_fetchable, -1, _epoch(log.latest_epoch)
+    found = log.fetch_offset_by_timestamp(timestamp)  # earliest: the log start offset and its epoch
     if timestamp == EARLIEST_TIMESTAMP:
-        return log.log_start_offset, -1, partition.leader_epoch
-    found = log.fetch_offset_by_timestamp(timestamp)
-    if found is None or found.offset < 0:
-        return -1, -1, -1
-    offset, ts = found.offset, found.timestamp
-    if timestamp != MAX_TIMESTAMP and offset >= log.high_watermark:
-        return -1, -1, -1
-    return offset, ts, partition.leader_epoch
+        return found.offset, -1, _epoch(found.leader_epoch)
+    if found is None or found.offset < 0 or (timestamp != MAX_TIMESTAMP and found.offset >= last_fetchable):
+        if lagging:
+            raise OffsetNotAvailableException(
+                f"Failed to fetch offsets for partition {tp}: its high watermark ({hw}) is lagging behind the "
+                f"start offset from the beginning of this epoch ({partition.leader_epoch_start_offset})."
+            )
+        return NOT_FOUND
+    return found.offset, found.timestamp, _epoch(found.leader_epoch)
 
 
 @handles(ApiKey.LIST_OFFSETS)
 def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    from_consumer = body.replica_id == CONSUMER_REPLICA_ID
     topics = []
     for t in body.topics:
         parts = []
@@ -46,7 +83,9 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[st
                 "leader_epoch": -1,
             }
             try:
-                offset, ts, epoch = offset_for(apis, TopicPartition(t.name, p.partition_index), p.timestamp)
+                tp = TopicPartition(t.name, p.partition_index)
+                # current_leader_epoch is -1 (the codec's default) before v4: never fenced.
+                offset, ts, epoch = offset_for(apis, tp, p.timestamp, p.current_leader_epoch, from_consumer)
                 out.update(offset=offset, timestamp=ts, leader_epoch=epoch)
                 if request.header.api_version == 0:
                     out["old_style_offsets"] = [offset] if offset >= 0 else []

@@ -459,18 +459,22 @@ class Log(RetentionAndTruncation):
 
         -2 (earliest) gives the log start offset, -1 (latest) the log end offset, -3 (max
         timestamp) the offset of the largest timestamp; None when no record is that late.
+        Each answer names the leader epoch its offset was written in, when known (KIP-320).
         """
         with self._lock:
+            cache = self.leader_epoch_cache
             if target_timestamp == EARLIEST_TIMESTAMP:
-                return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset)
+                start = self.log_start_offset
+                return TimestampAndOffset(NO_TIMESTAMP, start, cache.epoch_for_offset(start))
             if target_timestamp == LATEST_TIMESTAMP:
-                return TimestampAndOffset(NO_TIMESTAMP, self._next_offset)
+                return TimestampAndOffset(NO_TIMESTAMP, self._next_offset, cache.latest_epoch)
             segments = list(self._segments.values())
             if target_timestamp == MAX_TIMESTAMP:
                 best = max(segments, key=lambda s: s.max_timestamp_so_far)
                 if best.max_timestamp_so_far < 0:
                     return TimestampAndOffset(NO_TIMESTAMP, -1)
-                return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+                offset = best.offset_of_max_timestamp_so_far
+                return TimestampAndOffset(best.max_timestamp_so_far, offset, cache.epoch_for_offset(offset))
             for segment in segments:
                 if segment.largest_timestamp >= target_timestamp:
                     return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)

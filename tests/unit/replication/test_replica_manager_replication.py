@@ -128,10 +128,10 @@ def test_follower_fetches_complete_an_acks_all_produce(tmp_path: Path) -> None:
         assert results[TP].error_code == 0 and results[TP].last_offset == 2
         waiting = asyncio.ensure_future(rm.await_isr(results, 5000))
         await asyncio.sleep(0)
-        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 3, 1 << 20)])
+        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 3, 1 << 20, -1)])
         await asyncio.sleep(0)
         assert not waiting.done()  # replica 2 is in the ISR and has not fetched yet
-        rm.read_from_local_log(2, 0, 1 << 20, [(TP, 3, 1 << 20)])
+        rm.read_from_local_log(2, 0, 1 << 20, [(TP, 3, 1 << 20, -1)])
         await asyncio.wait_for(waiting, 1)
         assert results[TP] == ProduceResult(0, 0, -1, 0, None, 2)
         assert rm.partitions[TP].log.high_watermark == 3
@@ -148,7 +148,7 @@ def test_leader_and_isr_shrinking_the_isr_answers_a_waiting_acks_all_produce_at_
         rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
         results = rm.append_records(-1, [(TP, batch(3))])
         waiting = asyncio.ensure_future(rm.await_isr(results, 30_000))
-        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 3, 1 << 20)])
+        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 3, 1 << 20, -1)])
         await asyncio.sleep(0)
         assert not waiting.done()  # broker 2 is dead but still in the ISR
         rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1], partition_epoch=1), {TP.topic: LogConfig()})
@@ -180,8 +180,8 @@ def test_follower_fetch_reads_past_the_high_watermark(tmp_path: Path) -> None:
     rm, _ = replica_manager(tmp_path)
     rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
     rm.append_records(1, [(TP, batch(2))])
-    follower = rm.read_from_local_log(1, 0, 1 << 20, [(TP, 0, 1 << 20)])[TP]
-    consumer = rm.read_from_local_log(-1, 0, 1 << 20, [(TP, 0, 1 << 20)])[TP]
+    follower = rm.read_from_local_log(1, 0, 1 << 20, [(TP, 0, 1 << 20, -1)])[TP]
+    consumer = rm.read_from_local_log(-1, 0, 1 << 20, [(TP, 0, 1 << 20, -1)])[TP]
     assert follower.size > 0 and consumer.size == 0 and follower.high_watermark == 0
 
 
@@ -191,8 +191,8 @@ def test_caught_up_follower_is_added_to_the_isr_in_zookeeper(tmp_path: Path) -> 
         rm, _ = replica_manager(tmp_path, zk)
         rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1], partition_epoch=4), {TP.topic: LogConfig()})
         rm.append_records(1, [(TP, batch(2))])
-        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 2, 1 << 20)])
-        rm.read_from_local_log(2, 0, 1 << 20, [(TP, 2, 1 << 20)])
+        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 2, 1 << 20, -1)])
+        rm.read_from_local_log(2, 0, 1 << 20, [(TP, 2, 1 << 20, -1)])
         p = rm.partitions[TP]
         assert p.pending_isr == {0, 1, 2}
         await rm.isr_manager.stop()
@@ -211,7 +211,7 @@ def test_lagging_follower_is_removed_from_the_isr_and_the_high_watermark_moves(t
         rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
         results = rm.append_records(-1, [(TP, batch(1))])
         waiting = asyncio.ensure_future(rm.await_isr(results, 5000))
-        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 1, 1 << 20)])
+        rm.read_from_local_log(1, 0, 1 << 20, [(TP, 1, 1 << 20, -1)])
         p = rm.partitions[TP]
         p.remote_replicas[2].last_caught_up_ms -= 10_001  # silent for longer than the lag time
         assert rm.isr_manager.maybe_shrink_isr() == 1
@@ -227,7 +227,7 @@ def test_completing_a_delayed_follower_fetch_does_not_count_as_a_new_fetch(tmp_p
     # answering that poll must not put replica 2 straight back into the ISR.
     rm, _ = replica_manager(tmp_path)
     rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1]), {TP.topic: LogConfig()})
-    rm.read_from_local_log(2, 0, 1 << 20, [(TP, 0, 1 << 20)], update_follower_state=False)
+    rm.read_from_local_log(2, 0, 1 << 20, [(TP, 0, 1 << 20, -1)], update_follower_state=False)
     p = rm.partitions[TP]
     assert p.pending_isr is None and p.remote_replicas[2].log_end_offset == -1
 
@@ -236,7 +236,7 @@ def test_out_of_range_follower_fetch_does_not_move_the_follower(tmp_path: Path) 
     rm, _ = replica_manager(tmp_path)
     rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1]), {TP.topic: LogConfig()})
     rm.append_records(1, [(TP, batch(2))])
-    result = rm.read_from_local_log(2, 0, 1 << 20, [(TP, 9, 1 << 20)])[TP]
+    result = rm.read_from_local_log(2, 0, 1 << 20, [(TP, 9, 1 << 20, -1)])[TP]
     assert result.error_code == 1  # OFFSET_OUT_OF_RANGE
     p = rm.partitions[TP]
     assert p.remote_replicas[2].log_end_offset == -1 and p.pending_isr is None

@@ -1,0 +1,40 @@
+"""OffsetForLeaderEpoch (KIP-101, KIP-320): where a leader epoch ended in this broker's log.
+
+Followers ask it after a leader change, to truncate exactly where their log and the leader's
+diverge instead of at their high watermark; consumers ask it (v2+, KIP-320) to check that the
+position they hold was not truncated away by an unclean leader change. Both name their current
+leader epoch, and a stale or unknown one is refused like a fetch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.network.request_channel import Request
+
+DEBUGGING_REPLICA_ID = -2
+
+
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    # Only a v3+ request that says it is the debugging replica may read a follower's log. Before
+    # v3 the field is absent and the codec fills in the spec's default, which is also -2: that
+    # means "not said" (librdkafka sends v2), and those clients must reach the leader.
+    fetch_only_from_leader = request.header.api_version < 3 or body.replica_id != DEBUGGING_REPLICA_ID
+    rm = apis.replica_manager
+    topics = []
+    for t in body.topics:
+        partitions = [
+            rm.last_offset_for_leader_epoch(
+                TopicPartition(t.topic, p.partition),
+                p.current_leader_epoch,
+                p.leader_epoch,
+                fetch_only_from_leader,
+            )
+            for p in t.partitions
+        ]
+        topics.append({"topic": t.topic, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
