@@ -56,11 +56,13 @@ def config(**overrides: str) -> KafkaConfig:
 
 
 @asynccontextmanager
-async def running_server(props: dict[str, str], apis: EchoApis | None = None) -> AsyncIterator[SocketServer]:
+async def running_server(
+    props: dict[str, str], apis: EchoApis | None = None, listeners: tuple[str, ...] = ("PLAINTEXT",)
+) -> AsyncIterator[SocketServer]:
     cfg = config(**props)
     server = SocketServer(
         cfg,
-        [ListenerEndpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 0)],
+        [ListenerEndpoint(name, "PLAINTEXT", "127.0.0.1", 0) for name in listeners],
         apis or EchoApis(),
         parse_request_header,
         str,

@@ -188,6 +188,32 @@ def test_max_connections_leaves_the_next_client_in_the_backlog_until_one_closes(
 
 
 @pytest.mark.timeout(30)
+def test_the_inter_broker_listener_is_protected_at_max_connections() -> None:
+    """max.connections=2 with two listeners: the inter-broker one (PLAINTEXT here) still accepts,
+    and the least recently active connection of the other listener is closed to make room."""
+
+    async def run() -> None:
+        async with running_server({"max.connections": "2"}, listeners=("PLAINTEXT", "CLIENT")) as server:
+            client_port, broker_port = server.bound_port("CLIENT"), server.bound_port("PLAINTEXT")
+            r_old, w_old = await asyncio.open_connection("127.0.0.1", client_port)
+            await wait_for(lambda: len(server.connections) == 1)
+            await asyncio.sleep(0.05)
+            r_new, w_new = await asyncio.open_connection("127.0.0.1", client_port)
+            w_new.write(request_frame(1))
+            assert await read_response(r_new) == (1, 0)
+            r_ib, w_ib = await asyncio.open_connection("127.0.0.1", broker_port)
+            w_ib.write(request_frame(2))
+            assert await asyncio.wait_for(read_response(r_ib), 5) == (2, 0)
+            assert await asyncio.wait_for(r_old.read(), 5) == b""  # the oldest client connection
+            w_new.write(request_frame(3))
+            assert await read_response(r_new) == (3, 0)
+            for w in (w_old, w_new, w_ib):
+                w.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.timeout(30)
 def test_idle_connections_are_reaped_also_mid_frame_but_not_while_a_request_waits() -> None:
     """connections.max.idle.ms=300: an idle connection and one stopped mid-frame are closed; one
     whose request is still being handled is not, and gets its answer after the idle time."""
