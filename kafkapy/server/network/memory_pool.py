@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 log = logging.getLogger("kafkapy.network.MemoryPool")
 
@@ -46,7 +46,7 @@ class PoolHolder(Protocol):
 
 
 class MemoryPool:
-    def __init__(self, size: int, schedule: Callable[[Callable[..., Any], Any], Any]) -> None:
+    def __init__(self, size: int, schedule: Callable[..., object]) -> None:
         self.size = size
         self.bounded = size > 0
         self.used = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -74,7 +75,7 @@ class SocketServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reaper: asyncio.Task[None] | None = None
 
-    def _call_soon(self, callback: Any, *args: Any) -> None:
+    def _call_soon(self, callback: Callable[..., object], *args: object) -> None:
         assert self._loop is not None
         self._loop.call_soon(callback, *args)
 

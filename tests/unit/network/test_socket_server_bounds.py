@@ -11,6 +11,7 @@ import struct
 import pytest
 
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
+from kafkapy.server.network.socket_server import SocketServer
 from tests.unit.network.net_helpers import (
     SIZE,
     EchoApis,
@@ -23,7 +24,7 @@ from tests.unit.network.net_helpers import (
 NINETY_NINE_MB = 99 * 1024 * 1024
 
 
-def _port(server) -> int:  # noqa: ANN001
+def _port(server: SocketServer) -> int:
     return server.bound_port("PLAINTEXT")
 
 
