@@ -187,8 +187,9 @@ class Processor(asyncio.BufferedProtocol):
                 self.close()
                 return
             if available < 4 + size:
-                if available + _MIN_READ > self._limit:
+                if available + _MIN_READ > self._limit and not self._memory_wait:
                     # The next read would need a buffer larger than this connection may hold.
+                    # (Already waiting: a pass started by resume_writing must not queue twice.)
                     self._reserve(4 + size + _MIN_READ)
                 break
             self._start = start + 4 + size
