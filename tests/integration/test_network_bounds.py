@@ -330,12 +330,13 @@ def test_ten_thousand_idle_connections_are_held_without_failing(kafkapy_cluster:
     assert metadata_ok(port)
 
 
-@pytest.mark.kafkapy_cluster(overrides={"max.connections": "300"})
+@pytest.mark.kafkapy_cluster(overrides={"max.connections": "300", "socket.listen.backlog.size": "1024"})
 @pytest.mark.timeout(180)
 def test_max_connections_holds_the_rest_in_the_backlog(kafkapy_cluster: KafkapyCluster) -> None:
-    """max.connections=300 and 1,000 clients: the broker never holds more than 300 connections
-    (its own controller connection included; the rest wait in the listen backlog or retry their
-    SYN, as with Kafka's blocking acceptor), and accepts waiting ones as others close."""
+    """max.connections=300 and 1,000 idle clients: the broker never holds more than 300 connections
+    (its own controller connection included); the rest wait in the listen backlog (1,024 here, so
+    that none is left half-open, see test_ten_thousand...), as with Kafka's blocking acceptor, and
+    are accepted one for one as others close."""
     raise_own_fd_limit(2000)
     pid, port = broker_pid(kafkapy_cluster), kafkapy_cluster.brokers[0].port
     idle_fds = open_fds(pid)
@@ -349,7 +350,7 @@ def test_max_connections_holds_the_rest_in_the_backlog(kafkapy_cluster: KafkapyC
     time.sleep(3)
     held_after = open_fds(pid) - idle_fds
     print(f"after 100 clients closed: {held_after}")
-    assert 250 <= held_after <= 300
+    assert held - 5 <= held_after <= 300
     for s in socks[100:]:
         s.close()
     wait_until(lambda: open_fds(pid) <= idle_fds + 5, 60, "the connections to be closed")
