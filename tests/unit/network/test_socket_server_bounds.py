@@ -86,6 +86,27 @@ def test_a_frame_past_the_base_reserves_from_the_pool_and_gives_it_back_when_idl
 
 
 @pytest.mark.timeout(30)
+def test_kafkas_unbounded_setting_still_grows_buffers_only_as_bytes_arrive() -> None:
+    """queued.max.request.bytes=-1 (Kafka's default): nothing waits, the pool only counts, and a
+    frame announced as 99 MB still costs only what was sent of it."""
+
+    async def run() -> None:
+        async with running_server({"queued.max.request.bytes": "-1"}) as server:
+            r, w = await asyncio.open_connection("127.0.0.1", _port(server))
+            w.write(request_frame(1, b"a" * 1_500_000))
+            assert await read_response(r) == (1, 1_500_000)
+            _, w2 = await asyncio.open_connection("127.0.0.1", _port(server))
+            w2.write(SIZE.pack(NINETY_NINE_MB) + b"\0" * 200_000)
+            await wait_for(lambda: any(c._end >= 200_004 for c in server.connections))
+            big = max(len(c._buf) for c in server.connections)
+            assert big < 2 * 1024 * 1024 and not server.memory_pool.bounded
+            w.close()
+            w2.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.timeout(30)
 def test_a_connection_whose_frame_does_not_fit_waits_muted_then_completes() -> None:
     """Pool of 2 MiB, three connections each part-way through a 1.9 MB frame. As in Kafka's
     non-strict pool, the first two are granted (the second while memory is left), the third
