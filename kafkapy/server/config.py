@@ -34,6 +34,7 @@ __all__ = [
     "KafkaConfig",
     "ZkConnect",
     "is_loopback_host",
+    "parse_connection_overrides",
     "parse_overrides",
     "parse_zk_connect",
 ]
@@ -149,6 +150,20 @@ class KafkaConfig:
     def zookeeper_connection_timeout_ms(self) -> int:
         millis = self._values["zookeeper.connection.timeout.ms"]
         return millis if millis is not None else self._values["zookeeper.session.timeout.ms"]
+
+    @property
+    def queued_max_request_bytes_effective(self) -> int:
+        """The request memory pool's size. kafkapy's default (256 MiB, where Kafka's is -1) grows
+        to socket.request.max.bytes when that is raised past it without setting this key, so a
+        Kafka configuration that raises only socket.request.max.bytes still starts."""
+        value = int(self._values["queued.max.request.bytes"])
+        if "queued.max.request.bytes" not in self._originals and value > 0:
+            return max(value, int(self._values["socket.request.max.bytes"]))
+        return value
+
+    @property
+    def max_connections_per_ip_overrides_map(self) -> dict[str, int]:
+        return parse_connection_overrides(self._values["max.connections.per.ip.overrides"])
 
     @property
     def zookeeper(self) -> ZkConnect:
@@ -291,9 +306,14 @@ class KafkaConfig:
             "group.min.session.timeout.ms must not be greater than group.max.session.timeout.ms",
         )
         _require(
-            v["queued.max.request.bytes"] <= 0
-            or v["queued.max.request.bytes"] >= v["socket.request.max.bytes"],
+            self.queued_max_request_bytes_effective <= 0
+            or self.queued_max_request_bytes_effective >= v["socket.request.max.bytes"],
             "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
+        )
+        overrides = self.max_connections_per_ip_overrides_map  # raises on a malformed entry
+        _require(
+            v["max.connections.per.ip"] != 0 or bool(overrides),
+            "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.",
         )
         _require(
             not (
@@ -342,6 +362,26 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
             raise ConfigException(f"Invalid override {item!r}: expected key=value")
         props[key.strip()] = value
     return props
+
+
+def parse_connection_overrides(value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides as Kafka's parseCsvMap reads it: `host:count,host:count`,
+    split at the last colon (so IPv6 hosts work), blanks around the separators ignored."""
+    overrides: dict[str, int] = {}
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        try:
+            if not sep or not host.strip():
+                raise ValueError(f"expected host:count, got {item!r}")
+            overrides[host.strip()] = int(count.strip())
+        except ValueError as e:
+            raise ConfigException(
+                f"Error parsing configuration property 'max.connections.per.ip.overrides': {e}"
+            ) from e
+    return overrides
 
 
 def _require(condition: bool, message: str) -> None:

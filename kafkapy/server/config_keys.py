@@ -77,7 +77,8 @@ BROKER_CONFIG = (
     .define("num.io.threads", INT, 8, at_least(1), HIGH, "Request handler threads/tasks")
     .define("background.threads", INT, 10, at_least(1), HIGH, "Threads for background tasks")
     .define("queued.max.requests", INT, 500, at_least(1), HIGH, "Requests queued for handlers before the network stops reading")
-    .define("queued.max.request.bytes", LONG, -1, None, MEDIUM, "Bytes of queued requests before reading stops; -1: no limit")
+    # kafkapy's default bounds request memory where Kafka's (-1) does not: see docs/architecture.md.
+    .define("queued.max.request.bytes", LONG, 268435456, None, MEDIUM, "Request bytes held in receive buffers before reading stops; -1: no limit")
     .define("request.timeout.ms", INT, 30000, at_least(0), HIGH, "Timeout of requests the broker itself sends")
     .define("fetch.max.bytes", INT, 57671680, at_least(1024), MEDIUM, "Most bytes one fetch response may carry")
     .define("auto.create.topics.enable", BOOLEAN, True, None, HIGH, "Create a topic on first metadata request for it")

@@ -46,6 +46,7 @@ def main(daemon: bool, overrides: tuple[str, ...], config_file: Path) -> None:
     if daemon:
         sys.exit(_start_daemon(config_file, overrides))
     setup_logging(default_log_dir(), console=True)
+    _raise_open_files_limit()
     for key in config.unknown_keys:
         log.warning("The configuration '%s' was supplied but isn't a known config.", key)
     log.info("%s", config.describe())
@@ -58,6 +59,28 @@ def main(daemon: bool, overrides: tuple[str, ...], config_file: Path) -> None:
         code = 1
     logging.shutdown()
     sys.exit(code or 0)
+
+
+def _raise_open_files_limit() -> None:
+    """Raise the soft limit on open files to the hard limit, as the JVM does for Kafka on Linux
+    (-XX:+MaxFDLimit, on by default): every client connection, log segment (.log, .index,
+    .timeindex) and ZooKeeper session is a descriptor, and the common soft default of 1024 is
+    reached long before max.connections. Past the limit accept() fails with EMFILE: the
+    Acceptor logs it and retries, but opening a new segment fails too, so set max.connections
+    below this limit minus what the logs need."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: nothing to raise
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as e:
+            log.warning("Could not raise the open files limit from %d to %d: %s", soft, hard, e)
+    shown = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    log.info("Open files limit (RLIMIT_NOFILE): soft %d, hard %s", soft, shown)
 
 
 def _start_daemon(config_file: Path, overrides: tuple[str, ...]) -> int:

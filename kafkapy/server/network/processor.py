@@ -8,14 +8,20 @@ memoryviews, and a request's record sets stay views into it all the way to the l
 Like Kafka, a connection is muted while one of its requests is in progress: the next request
 is not read before the previous response is written, so responses leave in request order.
 Requests that complete synchronously (most produce and metadata requests) are answered in the
-same pass over the buffer, which lets a pipelining client's requests flow without extra wake-ups.
+same pass over the buffer, which lets a pipelining client's requests flow without extra wake-ups;
+their responses are handed to the transport every `_FLUSH_BYTES`, so a client that pipelines
+requests without reading the answers is stopped by write flow control within one such slice.
+
+Memory: the receive buffer is allocated at the first byte, grows (doubling) only as bytes
+arrive, never from a frame's 4-byte size alone, and up to `BASE_CAPACITY` without asking; a
+frame that needs more reserves its size from the shared MemoryPool (`queued.max.request.bytes`)
+first and the connection waits, muted, while the pool is exhausted (memory_pool.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import struct
 import sys
@@ -25,6 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.file_region import FileRegion
+from kafkapy.server.network.connection_quotas import normalize_ip
+from kafkapy.server.network.memory_pool import BASE_CAPACITY
+from kafkapy.server.network.region_send import RegionSend
 from kafkapy.server.network.request_channel import Request
 
 if TYPE_CHECKING:
@@ -33,7 +42,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkapy.network.Processor")
 
 _SIZE = struct.Struct(">i")
-_INITIAL_RECEIVE_BUFFER = 64 * 1024
+# The first allocation, at the first byte received: a connection that never sends costs no buffer,
+# and one that sends a frame size and then nothing costs this much.
+_INITIAL_RECEIVE_BUFFER = 16 * 1024
+# A read is never offered less room than this (compacting or growing first).
+_MIN_READ = 4096
+# Synchronous responses of one pass go to the transport at least this often, so write flow
+# control (pause_writing) can stop a pass whose client does not read what it asked for.
+_FLUSH_BYTES = 64 * 1024
 # Fetch responses go out through a reused buffer in chunks of this size.
 _SEND_CHUNK = 256 * 1024
 # Python >= 3.12 transports keep a reference to a written buffer they could not send at once,
@@ -47,15 +63,22 @@ _READY = _FRAMED | {list, tuple}
 
 
 class Processor(asyncio.BufferedProtocol):
-    def __init__(self, server: SocketServer, listener_name: str) -> None:
+    def __init__(self, server: SocketServer, listener_name: str, client_ip: str = "") -> None:
         self.server = server
         self.listener_name = listener_name
+        # The address the connection quotas counted this connection under (normalised by the acceptor).
+        self.client_ip = client_ip
         self.transport: asyncio.Transport | None = None
         self.connection_id = ""
-        self.client_host = ""
-        self._buf = bytearray(_INITIAL_RECEIVE_BUFFER)
+        self.client_host = client_ip
+        self._buf = bytearray()  # allocated at the first byte received
         self._start = 0  # first byte not yet consumed
         self._end = 0  # first free byte
+        self._pool = server.memory_pool
+        # Capacity the buffer may grow to: the base, plus what this connection reserved from the pool.
+        self._limit = BASE_CAPACITY
+        self._reserved = 0
+        self._memory_wait = False  # muted until the pool grants a reservation
         self._muted = False
         self._reading_paused = False
         self._closed = False
@@ -63,10 +86,12 @@ class Processor(asyncio.BufferedProtocol):
         # Responses finished during one pass over the receive buffer, written together: one
         # send() per pass instead of one per response (a pipelining client sends many).
         self._out: list[bytes | bytearray | memoryview] = []
+        self._out_bytes = 0
         # A response with file regions being sent chunk by chunk under write flow control.
-        self._region_send: _RegionSend | None = None
+        self._region_send: RegionSend | None = None
         self._write_paused = False
         self.last_active = time.monotonic()
+        self.registered = False  # counted by the SocketServer (and its connection quotas)
         # socket.request.max.bytes is not a dynamic config: read once, not per request.
         self._max_request_size: int = server.config.socket_request_max_bytes
         self._parse_header = server.parse_header
@@ -85,20 +110,28 @@ class Processor(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, cfg.socket_send_buffer_bytes)
             if cfg.socket_receive_buffer_bytes != -1:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.socket_receive_buffer_bytes)
+            # As Kafka's Acceptor does: a peer that vanished without a FIN is found out eventually.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         local = transport.get_extra_info("sockname") or ("", 0)
         peer = transport.get_extra_info("peername") or ("", 0)
-        self.client_host = str(peer[0])
-        self.connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}"
+        if not self.client_host:
+            self.client_host = str(peer[0])
+        self.connection_id = f"{normalize_ip(str(local[0]))}:{local[1]}-{self.client_host}:{peer[1]}"
         self.server.connection_opened(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        self._pool.forget(self)
+        if self._reserved:
+            self._pool.release(self._reserved)
+            self._reserved = 0
+        self._buf = bytearray()
         self.server.connection_closed(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         free = len(self._buf) - self._end
-        if free < 4096:
-            self._make_room(4096)
+        if free < _MIN_READ:
+            self._make_room()
         return memoryview(self._buf)[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -111,10 +144,12 @@ class Processor(asyncio.BufferedProtocol):
 
     # -- framing ------------------------------------------------------------------------------
 
-    def _make_room(self, needed: int) -> None:
-        """Make `needed` free bytes after `_end`: compact first, grow only past the largest frame."""
+    def _make_room(self) -> None:
+        """Make `_MIN_READ` free bytes after `_end`: compact in place if that is enough, else grow by
+        doubling (so the buffer follows the bytes that actually arrived), never past `_limit`."""
         pending = self._end - self._start
-        if self._start and len(self._buf) - pending >= needed:
+        wanted = pending + _MIN_READ
+        if self._start and len(self._buf) >= wanted:
             # A memoryview slice assignment is a memmove in place: slicing the bytearray itself
             # would first copy the partial frame (up to a whole ~1 MB produce request) into a
             # temporary. Equal-length assignment never resizes, so it is allowed while a view of
@@ -122,9 +157,10 @@ class Processor(asyncio.BufferedProtocol):
             with memoryview(self._buf) as view:
                 view[0:pending] = view[self._start : self._end]
         else:
-            size = len(self._buf)
-            while size - pending < needed:
-                size *= 2
+            size = min(max(2 * len(self._buf), _INITIAL_RECEIVE_BUFFER), self._limit)
+            # _process reserves before the frame's bytes need more than `_limit`: this only
+            # guards the invariant that a read is always offered some room.
+            size = max(size, wanted)
             new = bytearray(size)
             new[0:pending] = self._buf[self._start : self._end]
             self._buf = new
@@ -141,24 +177,80 @@ class Processor(asyncio.BufferedProtocol):
                 break
             (size,) = _SIZE.unpack_from(buf, start)
             if size < 0 or size > max_size:
+                # Kafka's InvalidReceiveException wording, logged as its Selector does (WARN).
                 log.warning(
-                    "Closing connection %s: invalid receive (size = %d larger than %d)",
+                    "Unexpected error from %s; closing connection: Invalid receive (size = %d%s)",
                     self.connection_id,
                     size,
-                    max_size,
+                    f" larger than {max_size}" if size >= 0 else "",
                 )
                 self.close()
                 return
             if available < 4 + size:
-                if len(buf) - start < 4 + size:
-                    self._make_room(4 + size - available)
+                if available + _MIN_READ > self._limit and not self._memory_wait:
+                    # The next read would need a buffer larger than this connection may hold.
+                    # (Already waiting: a pass started by resume_writing must not queue twice.)
+                    self._reserve(4 + size + _MIN_READ)
                 break
             self._start = start + 4 + size
             self._dispatch(memoryview(buf)[start + 4 : start + 4 + size])
         if self._start == self._end:
             self._start = self._end = 0
+            if self._reserved:
+                self._pool.offer_idle(self)
         self._flush_out()
         self._update_reading()
+
+    # -- request memory (memory_pool.py) ---------------------------------------------------------
+
+    def _reserve(self, capacity: int) -> None:
+        """Reserve from the pool what a buffer of `capacity` needs beyond what this connection holds;
+        if the pool is exhausted, wait muted (reading stops at the end of this pass)."""
+        needed = capacity - self._limit
+        if self._pool.try_reserve(self, needed):
+            self._reserved += needed
+            self._limit = capacity
+        else:
+            self._memory_wait = True
+            log.debug(
+                "Muting connection %s: %d bytes of request memory not available (queued.max.request.bytes)",
+                self.connection_id,
+                needed,
+            )
+
+    def memory_granted(self, nbytes: int) -> None:
+        if self._closed:
+            self._pool.release(nbytes)
+            return
+        self._reserved += nbytes
+        self._limit += nbytes
+        self._memory_wait = False
+        self._update_reading()
+
+    def release_idle_memory(self) -> int:
+        """Drop the receive buffer if it holds nothing and no request is using it; the pool bytes
+        this gives back. The next byte received allocates a small buffer again."""
+        if self._start != self._end or self._muted or self._closed:
+            return 0
+        freed = self._reserved
+        self._reserved = 0
+        self._limit = BASE_CAPACITY
+        self._buf = bytearray()
+        self._start = self._end = 0
+        return freed
+
+    def release_idle_buffers(self) -> None:
+        """Called by the idle reaper for a connection quiet for a while: its buffers go back."""
+        if self._region_send is None and self._send_buf:
+            self._send_buf = bytearray()
+        if self._buf and not self._memory_wait:
+            self._pool.forget(self)
+            self._pool.release(self.release_idle_memory())
+
+    @property
+    def request_in_progress(self) -> bool:
+        """A handler is still working on this connection's request (not idle, whatever the clock says)."""
+        return self._muted
 
     def _blocked(self) -> bool:
         """No further request is read while one is in progress or its response is not yet out
@@ -211,6 +303,9 @@ class Processor(asyncio.BufferedProtocol):
     def _on_response_ready(self, task: asyncio.Future[Response]) -> None:
         self.server.request_channel.release()
         self._muted = False
+        # A request that waited (a long poll, a join) counts as activity: the idle reaper must not
+        # close the connection the moment its answer goes out.
+        self.last_active = time.monotonic()
         if task.cancelled():
             self.close()
             return
@@ -228,17 +323,17 @@ class Processor(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.transport is None or self._closed:
             return
-        should_pause = self._blocked() or not self.server.request_channel.has_room()
+        should_pause = self._blocked() or self._memory_wait or not self.server.request_channel.has_room()
         if should_pause and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
-            if not self._blocked():
+            if not (self._blocked() or self._memory_wait):
                 self.server.request_channel.wait_for_room(self._resume)
         elif not should_pause and self._reading_paused:
             self._resume()
 
     def _resume(self) -> None:
-        if self._reading_paused and self.transport is not None and not self._closed:
+        if self._reading_paused and self.transport is not None and not self._closed and not self._memory_wait:
             self._reading_paused = False
             self.transport.resume_reading()
             self._process()
@@ -261,15 +356,22 @@ class Processor(asyncio.BufferedProtocol):
             return
         if type(response) in _FRAMED or isinstance(response, bytes | bytearray | memoryview):
             self._out.append(response)
+            self._out_bytes += len(response)
         elif not any(isinstance(part, FileRegion) for part in response):
             self._out.extend(response)
+            self._out_bytes += sum(len(part) for part in response)
         else:
             self._flush_out()
-            self._region_send = _RegionSend(list(response))
+            self._region_send = RegionSend(list(response))
             self._continue_region_send()
+            return
+        if self._out_bytes >= _FLUSH_BYTES:
+            # May call pause_writing at once, which ends the pass before the next request.
+            self._flush_out()
 
     def _flush_out(self) -> None:
         out = self._out
+        self._out_bytes = 0
         if not out or self.transport is None or self._closed:
             out.clear()
             return
@@ -311,41 +413,3 @@ class Processor(asyncio.BufferedProtocol):
             self._closed = True
             if self.transport is not None:
                 self.transport.close()
-
-
-class _RegionSend:
-    """Where a response made of bytes and FileRegions stands while it is sent chunk by chunk."""
-
-    __slots__ = ("parts", "index", "offset")
-
-    def __init__(self, parts: list[Any]) -> None:
-        self.parts = parts
-        self.index = 0  # current part
-        self.offset = 0  # bytes of the current part already copied
-
-    @property
-    def done(self) -> bool:
-        return self.index >= len(self.parts)
-
-    def fill(self, buf: memoryview) -> int:
-        """Copy the next bytes into `buf`; the count copied, or -1 if a file region ran short."""
-        pos, size = 0, len(buf)
-        while pos < size and self.index < len(self.parts):
-            part = self.parts[self.index]
-            if isinstance(part, FileRegion):
-                n = min(part.length - self.offset, size - pos)
-                got = os.preadv(part.fd, [buf[pos : pos + n]], part.position + self.offset)
-                if got <= 0:
-                    return -1
-                length = part.length
-            else:
-                data = part if isinstance(part, bytes) else memoryview(part).cast("B")
-                got = min(len(data) - self.offset, size - pos)
-                buf[pos : pos + got] = data[self.offset : self.offset + got]
-                length = len(data)
-            pos += got
-            self.offset += got
-            if self.offset >= length:
-                self.index += 1
-                self.offset = 0
-        return pos
