@@ -171,7 +171,8 @@ class KafkapyCluster:
         self.wait_until_ready()
 
     def wait_until_ready(self, timeout: float = START_TIMEOUT_S, broker_ids: list[int] | None = None) -> None:
-        """Wait until the running brokers are registered and each one's metadata lists them all."""
+        """Wait until the running brokers are registered and each one's metadata lists them all and
+        names a controller."""
         from kazoo.client import KazooClient
 
         wanted = sorted(
@@ -219,7 +220,9 @@ class KafkapyCluster:
                     md = conn.send(3, 1, {"topics": []})
             except Exception:
                 return False
-            if sorted(x.node_id for x in md.brokers) != wanted:
+            # A broker that has not heard from the controller yet answers controller -1, which
+            # admin clients (librdkafka) take as "wait for a controller" for their whole timeout.
+            if sorted(x.node_id for x in md.brokers) != wanted or md.controller_id < 0:
                 return False
         return True
 

@@ -26,6 +26,9 @@ from kafkapy.server.zk_connection import ZooKeeperConnection
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
 
+# How long start-up waits for the controller's first UpdateMetadata before serving clients anyway.
+STARTUP_METADATA_WAIT_S = 10.0
+
 
 class BrokerState(IntEnum):
     """Kafka's broker states (the values of its BrokerState metric)."""
@@ -170,8 +173,27 @@ class KafkaServer:
             self.config, zk, self.registration.broker_info, self.registration.broker_epoch
         )
         await loop.run_in_executor(None, self.controller.startup)
+        await self._await_cluster_metadata(loop)
+        self.apis.start_processing()
         self.state = BrokerState.RunningAsBroker
         log.info("%s started", self.log_ident)
+
+    async def _await_cluster_metadata(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Kafka's order: clients are served last. Wait (bounded) until the election is decided and
+        the controller's first UpdateMetadata has arrived, so no client is told "no controller"
+        and an empty broker list by a broker that has just registered."""
+        deadline = loop.time() + STARTUP_METADATA_WAIT_S
+        await loop.run_in_executor(None, self.controller.await_startup, STARTUP_METADATA_WAIT_S)
+        try:
+            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            log.warning(
+                "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "
+                "requests with this broker's own view until it arrives",
+                self.log_ident,
+                self.controller.active_controller_id,
+                STARTUP_METADATA_WAIT_S,
+            )
 
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""

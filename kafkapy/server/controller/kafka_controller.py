@@ -96,6 +96,7 @@ class KafkaController:
         self._active_controller_id = -1
         self._rebalance_timer: threading.Timer | None = None
         self._session_handler: Any = None
+        self._startup_event: Any = None
         self._handlers: dict[type, Callable[[Any], None]] = {
             ev.Startup: lambda e: self._process_startup(),
             ev.ControllerChange: lambda e: self._maybe_resign(),
@@ -123,8 +124,13 @@ class KafkaController:
         register = getattr(self._zk_client, "register_state_change_handler", None)
         if register is not None:
             register(self._session_handler)
-        self.event_manager.put(ev.Startup())
+        self._startup_event = self.event_manager.put(ev.Startup())
         self.event_manager.start()
+
+    def await_startup(self, timeout: float) -> bool:
+        """Blocking: wait until the Startup event ran (the election is decided, this broker knows
+        the controller from /controller or is it). False on timeout."""
+        return self._startup_event is not None and self._startup_event.await_processing(timeout)
 
     def shutdown(self) -> None:
         unregister = getattr(self._zk_client, "unregister_state_change_handler", None)
