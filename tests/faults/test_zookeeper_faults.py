@@ -49,8 +49,8 @@ def _wait_quietly(condition: Callable[[], bool], timeout: float) -> bool:
     return False
 
 
-def _start_producing(cluster: KafkapyCluster) -> NumberedProducer:
-    create_topic(cluster.bootstrap_servers, TOPIC, PARTITIONS, 3, TOPIC_CONFIG)
+def _start_producing(cluster: KafkapyCluster, assignment: list[list[int]] | None = None) -> NumberedProducer:
+    create_topic(cluster.bootstrap_servers, TOPIC, PARTITIONS, 3, TOPIC_CONFIG, assignment)
     producer = NumberedProducer(cluster.bootstrap_servers, TOPIC, PARTITIONS).start()
     wait_for(lambda: producer.acked_count() >= 200, 30, "the first 200 acknowledgements")
     return producer
@@ -59,17 +59,21 @@ def _start_producing(cluster: KafkapyCluster) -> NumberedProducer:
 def _finish_and_audit(cluster: KafkapyCluster, producer: NumberedProducer, label: str, figures: dict) -> None:
     """Produce 200 more after the fault, stop, read everything back and check the invariant."""
     before = producer.acked_count()
-    figures["s_to_next_200_acks"] = round(
-        wait_for(lambda: producer.acked_count() >= before + 200, 60, "200 acknowledgements after the fault"), 2
-    )
+
+    def produced_200_more() -> bool:
+        # A fatal producer error ends the wait: the audit below says what was lost.
+        return producer.fatal is not None or producer.acked_count() >= before + 200
+
+    figures["s_to_next_200_acks"] = round(wait_for(produced_200_more, 60, "200 acknowledgements after the fault"), 2)
     unresolved = producer.stop()
     result = audit(producer, read_partitions(cluster.bootstrap_servers, TOPIC, PARTITIONS))
     figures.update(
         sent=producer.sent, acked=result.acked, failed=len(producer.failed), unresolved=unresolved,
-        in_log=result.in_log, lost=len(result.lost), duplicates=len(result.duplicates),
+        in_log=result.in_log, lost=len(result.lost), duplicates=len(result.duplicates), fatal=producer.fatal,
     )  # fmt: skip
     print(f"{label}: {figures}")
     result.assert_clean()
+    assert producer.fatal is None, f"the producer failed: {producer.fatal}"
     assert not producer.failed, f"records failed: {list(producer.failed.items())[:5]}"
     assert unresolved == 0
 
@@ -222,22 +226,44 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
         zk.close()
 
 
+# Who takes over the killed leader's partition first. "survivor": the controller elects the
+# third broker, which keeps leading. "controller": it elects itself and dies: the third broker,
+# already truncated to its high watermark as the controller's follower, becomes the leader.
+# That loses acknowledged records without leader epochs (KIP-101: a follower truncates to its
+# high watermark, not to the leader's end offset for its epoch), which issue 12's leader-epoch
+# work (partition.py, replica_fetcher_thread.py) fixes; until then it is expected to fail.
+NEXT_LEADER = [
+    "survivor",
+    pytest.param(
+        "controller",
+        marks=pytest.mark.xfail(
+            strict=False,
+            reason="pre-KIP-101 truncation to the high watermark can lose acked records in two failovers",
+        ),
+    ),
+]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("next_leader", NEXT_LEADER)
 @pytest.mark.kafkapy_cluster(brokers=3, overrides={**BASE, "zookeeper.session.timeout.ms": "6000"})
-def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyCluster) -> None:
+def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyCluster, next_leader: str) -> None:
     """SIGKILL a leader, and the controller the moment the leader's registration disappears (while
     it elects new leaders): the next controller finishes the job, every leader comes from the ISR."""
     cluster = kafkapy_cluster
     zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
     zk.start(timeout=15)
     try:
-        producer = _start_producing(cluster)
         controller = zk_controller(zk)
+        leader, survivor = sorted({0, 1, 2} - {controller})
+        second = survivor if next_leader == "survivor" else controller
+        third = controller if next_leader == "survivor" else survivor
+        # Partition 0 is the killed leader's; the controller and the survivor lead one each.
+        assignment = [[leader, second, third], [controller, survivor, leader], [survivor, leader, controller]]
+        producer = _start_producing(cluster, assignment)
         before = partition_states(zk, TOPIC, PARTITIONS)
-        leader = next(s["leader"] for s in before if s["leader"] != controller)
-        survivor = ({0, 1, 2} - {controller, leader}).pop()
-        assert all(survivor in s["isr"] for s in before), before
+        assert all(len(s["isr"]) == 3 for s in before), before
         killed_at = time.monotonic()
         cluster.broker(leader).kill()
         wait_for(lambda: not zk.exists(f"/brokers/ids/{leader}"), 30, "the leader's session to expire", 0.002)
@@ -280,7 +306,7 @@ def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyClus
             ), 2
         )  # fmt: skip
         figures["acked_before_restart"] = acked_alone
-        _finish_and_audit(cluster, producer, "controller killed during an election", figures)
+        _finish_and_audit(cluster, producer, f"controller killed during an election ({next_leader} next)", figures)
     finally:
         zk.stop()
         zk.close()

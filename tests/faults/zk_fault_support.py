@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -29,11 +29,22 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, rf: int, configs: dict[str, str]) -> None:
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    rf: int,
+    configs: dict[str, str],
+    assignment: list[list[int]] | None = None,
+) -> None:
+    """Create `topic`; with `assignment`, partition p's replicas are assignment[p] (first leads)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(topic, partitions, rf, config=configs)], request_timeout=30, operation_timeout=20
+    new = (
+        NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment, config=configs)
+        if assignment
+        else NewTopic(topic, partitions, rf, config=configs)
     )
+    futures = admin.create_topics([new], request_timeout=30, operation_timeout=20)
     futures[topic].result(40)
 
 
@@ -50,6 +61,8 @@ class NumberedProducer:
     ack_times: list[float] = field(default_factory=list)
     failed: dict[int, str] = field(default_factory=dict)
     sent: int = 0
+    # librdkafka's fatal error (e.g. OUT_OF_ORDER_SEQUENCE_NUMBER: the broker lost acked records).
+    fatal: str | None = None
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -62,6 +75,7 @@ class NumberedProducer:
                 "linger.ms": 5,
                 # Long enough to outlast every fault here: a record fails only if really lost.
                 "message.timeout.ms": 120000,
+                "error_cb": self._on_error,
                 "topic.metadata.refresh.interval.ms": 1000,
             }
         )
@@ -70,6 +84,10 @@ class NumberedProducer:
     def start(self) -> NumberedProducer:
         self._thread.start()
         return self
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self.fatal = str(err)
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         n = int(msg.value())
@@ -91,6 +109,9 @@ class NumberedProducer:
                 self.sent += 1
             except BufferError:
                 pass
+            except KafkaException as e:
+                self.fatal = str(e)
+                return
             self._producer.poll(0)
             time.sleep(interval)
 
@@ -112,7 +133,10 @@ class NumberedProducer:
         """Stop producing and wait for the outstanding records; returns how many are still unresolved."""
         self._stop.set()
         self._thread.join(10)
-        return int(self._producer.flush(flush_timeout))
+        if self.fatal is None:
+            # (After a fatal error librdkafka fails flush() itself, and badly: do not call it.)
+            self._producer.flush(flush_timeout)
+        return len(self._producer)
 
 
 def read_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0) -> dict[int, dict[int, int]]:
