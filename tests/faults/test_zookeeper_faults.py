@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 from kafkapy.testing import KafkapyCluster
 from tests.faults.zk_fault_support import (
     NumberedProducer,
+    TcpProxy,
     audit,
     create_topic,
     metadata_controllers,
@@ -222,6 +223,71 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
         assert "Resigned" in cluster.broker(victim).server_log()
         _finish_and_audit(cluster, producer, "controller session expired", figures)
     finally:
+        zk.stop()
+        zk.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.kafkapy_cluster(
+    brokers=3, overrides={**BASE, "zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "5000"}
+)
+def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyCluster) -> None:
+    """A running leader loses ZooKeeper alone (a proxy drops its connection) past its session:
+    the controller elects another leader from the ISR while the old one keeps running; when its
+    ZooKeeper comes back it finds its session expired, re-registers, follows and rejoins the ISR."""
+    cluster = kafkapy_cluster
+    zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
+    zk.start(timeout=15)
+    proxy = TcpProxy(cluster.zookeeper.port)
+    try:
+        controller = zk_controller(zk)
+        victim, other = sorted({0, 1, 2} - {controller})
+        handle = cluster.broker(victim)
+        handle.overrides = {**handle.overrides, "zookeeper.connect": proxy.connect}
+        handle.restart()
+        cluster.wait_until_ready(timeout=60)
+        # The victim leads partition 0, and `other` is next in line for it.
+        assignment = [[victim, other, controller], [other, controller, victim], [controller, victim, other]]
+        producer = _start_producing(cluster, assignment)
+        cut_at = time.monotonic()
+        proxy.cut()
+        try:
+            figures: dict[str, object] = {
+                "s_to_registration_gone": round(
+                    wait_for(lambda: not zk.exists(f"/brokers/ids/{victim}"), 30, "the victim's session to expire"), 2
+                )
+            }
+            figures["s_to_new_leader"] = round(
+                wait_for(lambda: partition_states(zk, TOPIC, 1)[0]["leader"] == other, 30, "a new leader"), 2
+            )
+            time.sleep(1)
+            assert handle.is_running(), "the victim must keep running without ZooKeeper"
+        finally:
+            proxy.restore()
+        restored_at = time.monotonic()
+        figures["acked_while_cut"] = producer.acked_since(cut_at, restored_at)
+        figures["s_to_reregistered"] = round(
+            wait_for(lambda: zk.exists(f"/brokers/ids/{victim}"), 60, "the victim's new registration"), 2
+        )
+        figures["s_to_full_isr"] = round(
+            wait_for(
+                lambda: all(sorted(s["isr"]) == [0, 1, 2] for s in partition_states(zk, TOPIC, PARTITIONS)),
+                60, "every ISR to be whole again",
+            ), 2
+        )  # fmt: skip
+        current = zk_controller(zk)
+        figures["s_to_agreeing_metadata"] = round(
+            wait_for(
+                lambda: set(metadata_controllers(cluster).values()) == {current}
+                and metadata_leaders(handle.port, TOPIC)[0] == other,
+                30, "the victim's metadata to catch up",
+            ), 2
+        )  # fmt: skip
+        assert "re-registering broker" in handle.server_log()
+        _finish_and_audit(cluster, producer, "leader cut off ZooKeeper", figures)
+    finally:
+        proxy.close()
         zk.stop()
         zk.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -227,3 +228,70 @@ def metadata_leaders(port: int, topic: str) -> dict[int, int]:
     with contextlib.closing(BrokerConnection("127.0.0.1", port, "zk-fault-test", 5.0)) as conn:
         md = conn.send(3, 1, {"topics": [{"name": topic}]})
     return {p.partition_index: p.leader_id for t in md.topics for p in t.partitions}
+
+
+class TcpProxy:
+    """A loopback TCP forwarder one broker reaches ZooKeeper through, so that the test can cut
+    that broker off ZooKeeper alone (its process and every other connection keep running)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._cut = threading.Event()
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._closed = False
+        threading.Thread(target=self._accept, name="zk-proxy", daemon=True).start()
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return  # closed
+            if self._cut.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets += [client, upstream]
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+    def cut(self) -> None:
+        """Drop every forwarded connection and refuse new ones until restore()."""
+        self._cut.set()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for s in sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                s.close()
+
+    def restore(self) -> None:
+        self._cut.clear()
+
+    def close(self) -> None:
+        self.cut()
+        self._server.close()
