@@ -32,6 +32,26 @@ def zookeeper() -> Iterator[ZooKeeperProcess]:
         yield zk
 
 
+def _start_and_await_registration(zk: KazooClient, broker_id: int, tmp_path: Path, zk_connect: str) -> BrokerHandle:
+    """Start broker `broker_id` and return the moment /brokers/ids/<id> exists. A port picked
+    free can be taken before the broker binds it (other processes share the machine): retry."""
+    for attempt in range(3):
+        base = tmp_path / f"broker-{broker_id}-{attempt}"
+        broker = BrokerHandle(broker_id, free_port(), base, zk_connect, {})
+        broker.start()
+        deadline = time.monotonic() + 60
+        while not zk.exists(f"/brokers/ids/{broker_id}"):
+            if not broker.is_running():
+                log = broker.server_log()
+                assert "address already in use" in log, log[-3000:]
+                break
+            assert time.monotonic() < deadline, "the broker never registered"
+            time.sleep(0.005)
+        else:
+            return broker
+    raise AssertionError("no free port after 3 attempts")
+
+
 @pytest.mark.timeout(150)
 def test_create_topics_right_after_registration_finds_the_controller(
     zookeeper: ZooKeeperProcess, tmp_path: Path
@@ -42,14 +62,8 @@ def test_create_topics_right_after_registration_finds_the_controller(
     try:
         for i in range(ROUNDS):
             # A fresh broker (new id, new data) each round: the state the race needs.
-            broker = BrokerHandle(i, free_port(), tmp_path / f"broker-{i}", zookeeper.connect_string, {})
-            broker.start()
+            broker = _start_and_await_registration(zk, i, tmp_path, zookeeper.connect_string)
             try:
-                deadline = time.monotonic() + 60
-                while not zk.exists(f"/brokers/ids/{i}"):
-                    assert broker.is_running(), broker.server_log()[-3000:]
-                    assert time.monotonic() < deadline, "the broker never registered"
-                    time.sleep(0.005)
                 admin = AdminClient({"bootstrap.servers": broker.bootstrap})
                 topic = f"race-{i}"
                 started = time.monotonic()
