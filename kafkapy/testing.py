@@ -181,10 +181,18 @@ class KafkapyCluster:
         deadline = time.monotonic() + timeout
         zk = KazooClient(hosts=self.zookeeper_connect, timeout=10)
         zk.start(timeout=15)
+        port_retries = 3
         try:
             while True:
                 for b in self.brokers:
                     if b.process is not None and b.process.poll() is not None:
+                        if port_retries > 0 and _lost_port_race(b):
+                            # The port was free when picked, then taken by another process
+                            # before the broker bound it (machines running many tests): move on.
+                            port_retries -= 1
+                            b.port = free_port()
+                            b.start()
+                            continue
                         raise RuntimeError(
                             f"broker {b.broker_id} exited with {b.process.returncode}; its log:\n"
                             + b.server_log()[-4000:]
@@ -237,6 +245,12 @@ class KafkapyCluster:
             with contextlib.suppress(Exception):
                 self.zookeeper.stop()
             self.zookeeper = None
+
+
+def _lost_port_race(broker: BrokerHandle) -> bool:
+    """Did `broker` (which has exited) fail because its listener port was already taken?"""
+    tail = broker.server_log()[-4000:]
+    return "Fatal error during KafkaServer startup" in tail and "address already in use" in tail
 
 
 @contextlib.contextmanager
