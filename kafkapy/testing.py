@@ -142,21 +142,28 @@ class KafkapyCluster:
         return ",".join(b.bootstrap for b in self.brokers)
 
     def start(self) -> None:
-        from kafkapy.zkserver.launcher import ZooKeeperProcess
+        from kafkapy.zkserver.launcher import ZooKeeperProcess, ZooKeeperStartError
 
-        zk_port = free_port()
         zk_dir = self.base_dir / "zookeeper"
-        self.zookeeper = ZooKeeperProcess(
-            {
-                "dataDir": str(zk_dir / "data"),
-                "clientPort": str(zk_port),
-                "clientPortAddress": "127.0.0.1",
-                "maxClientCnxns": "0",
-                "admin.enableServer": "false",
-            },
-            log_dir=str(zk_dir / "logs"),
-        )
-        self.zookeeper.start()
+        for attempt in range(3):
+            # A port picked free can be taken before the JVM binds it: pick another.
+            zk_port = free_port()
+            self.zookeeper = ZooKeeperProcess(
+                {
+                    "dataDir": str(zk_dir / "data"),
+                    "clientPort": str(zk_port),
+                    "clientPortAddress": "127.0.0.1",
+                    "maxClientCnxns": "0",
+                    "admin.enableServer": "false",
+                },
+                log_dir=str(zk_dir / "logs"),
+            )
+            try:
+                self.zookeeper.start()
+                break
+            except ZooKeeperStartError:
+                if attempt == 2:
+                    raise
         self.zookeeper_connect = f"127.0.0.1:{zk_port}"
         for broker_id in range(self.num_brokers):
             handle = BrokerHandle(
