@@ -93,11 +93,19 @@ def test_zookeeper_down_shorter_than_the_session_timeout(kafkapy_cluster: Kafkap
     kafkapy_cluster.zookeeper.start()
     up_at = time.monotonic()
     kafkapy_cluster.wait_until_ready(timeout=60)
-    figures = {
+    figures: dict[str, object] = {
         "acked_while_zk_down": acked_while_down,
         "longest_ack_gap_while_down_s": round(gap_while_down, 2),
         "s_to_cluster_ready": round(time.monotonic() - up_at, 2),
     }
+    # Brokers and controller are back on ZooKeeper: a topic created now gets leaders everywhere.
+    create_topic(kafkapy_cluster.bootstrap_servers, "after-zk", 1, 3, {})
+    figures["s_new_topic_led_on_every_broker"] = round(
+        wait_for(
+            lambda: all(metadata_leaders(b.port, "after-zk").get(0, -1) >= 0 for b in kafkapy_cluster.brokers),
+            30, "the new topic's leader in every broker's metadata",
+        ), 2
+    )  # fmt: skip
     _finish_and_audit(kafkapy_cluster, producer, "zookeeper down 5 s", figures)
     # Leadership did not change while ZooKeeper was away: the leaders kept taking writes.
     assert acked_while_down > 0
