@@ -9,6 +9,7 @@ twice. Each test prints its figures (time to recover, records acknowledged durin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from kafkapy.testing import KafkapyCluster
 from tests.faults.zk_fault_support import (
@@ -235,28 +237,45 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
         zk.close()
 
 
+def _make_controller(zk: KazooClient, broker_id: int) -> None:
+    """Delete /controller until `broker_id` wins the election (each broker is as likely to)."""
+    for _ in range(30):
+        if zk_controller(zk) == broker_id:
+            return
+        with contextlib.suppress(NoNodeError):
+            zk.delete("/controller")
+        wait_for(lambda: zk_controller(zk) != -1, 30, "a controller")
+    raise AssertionError(f"broker {broker_id} never won the controller election")
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("role", ["leader", "controller"])
 @pytest.mark.kafkapy_cluster(
     brokers=3, overrides={**BASE, "zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "5000"}
 )
-def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyCluster) -> None:
-    """A running leader loses ZooKeeper alone (a proxy drops its connection) past its session:
-    the controller elects another leader from the ISR while the old one keeps running; when its
-    ZooKeeper comes back it finds its session expired, re-registers, follows and rejoins the ISR."""
+def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyCluster, role: str) -> None:
+    """A running leader (and, with role=controller, the controller) loses ZooKeeper alone (a proxy
+    drops its connection) past its session: another controller and leader are elected while it
+    keeps running; when its ZooKeeper comes back it finds its session expired, resigns,
+    re-registers, follows and rejoins the ISR."""
     cluster = kafkapy_cluster
     zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
     zk.start(timeout=15)
     proxy = TcpProxy(cluster.zookeeper.port)
     try:
         controller = zk_controller(zk)
-        victim, other = sorted({0, 1, 2} - {controller})
+        victim = controller if role == "controller" else min({0, 1, 2} - {controller})
+        other, third = sorted({0, 1, 2} - {victim})
         handle = cluster.broker(victim)
         handle.overrides = {**handle.overrides, "zookeeper.connect": proxy.connect}
         handle.restart()
         cluster.wait_until_ready(timeout=60)
+        if role == "controller":
+            _make_controller(zk, victim)
+            cluster.wait_until_ready(timeout=60)
         # The victim leads partition 0, and `other` is next in line for it.
-        assignment = [[victim, other, controller], [other, controller, victim], [controller, victim, other]]
+        assignment = [[victim, other, third], [other, third, victim], [third, victim, other]]
         producer = _start_producing(cluster, assignment)
         cut_at = time.monotonic()
         proxy.cut()
@@ -293,7 +312,8 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
             ), 2
         )  # fmt: skip
         assert "re-registering broker" in handle.server_log()
-        _finish_and_audit(cluster, producer, "leader cut off ZooKeeper", figures)
+        assert current != victim
+        _finish_and_audit(cluster, producer, f"{role} cut off ZooKeeper", figures)
     finally:
         proxy.close()
         zk.stop()
