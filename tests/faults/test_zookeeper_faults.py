@@ -9,15 +9,12 @@ twice. Each test prints its figures (time to recover, records acknowledged durin
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from kafkapy.testing import KafkapyCluster
 from tests.faults.zk_fault_support import (
@@ -25,11 +22,13 @@ from tests.faults.zk_fault_support import (
     TcpProxy,
     audit,
     create_topic,
+    make_controller,
     metadata_controllers,
     metadata_leaders,
     partition_states,
     read_partitions,
     wait_for,
+    wait_quietly,
     zk_controller,
 )
 
@@ -41,15 +40,6 @@ BASE = {
     "controlled.shutdown.retry.backoff.ms": "200",
     "default.replication.factor": "3",
 }
-
-
-def _wait_quietly(condition: Callable[[], bool], timeout: float) -> bool:
-    """Poll `condition` tightly for up to `timeout` s; whether it became true (no failure)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-    return False
 
 
 def _start_producing(cluster: KafkapyCluster, assignment: list[list[int]] | None = None) -> NumberedProducer:
@@ -237,17 +227,6 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
         zk.close()
 
 
-def _make_controller(zk: KazooClient, broker_id: int) -> None:
-    """Delete /controller until `broker_id` wins the election (each broker is as likely to)."""
-    for _ in range(30):
-        if zk_controller(zk) == broker_id:
-            return
-        with contextlib.suppress(NoNodeError):
-            zk.delete("/controller")
-        wait_for(lambda: zk_controller(zk) != -1, 30, "a controller")
-    raise AssertionError(f"broker {broker_id} never won the controller election")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("role", ["leader", "controller"])
@@ -272,7 +251,7 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
         handle.restart()
         cluster.wait_until_ready(timeout=60)
         if role == "controller":
-            _make_controller(zk, victim)
+            make_controller(zk, victim)
             cluster.wait_until_ready(timeout=60)
         # The victim leads partition 0, and `other` is next in line for it.
         assignment = [[victim, other, third], [other, third, victim], [third, victim, other]]
@@ -365,7 +344,7 @@ def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyClus
         # The controller is now electing: kill it as soon as its first state change lands in
         # ZooKeeper (its LeaderAndIsr requests and the rest of its writes not yet done).
         epochs = [(s["leader_epoch"], s["isr"]) for s in before]
-        figures["controller_wrote_before_kill"] = _wait_quietly(
+        figures["controller_wrote_before_kill"] = wait_quietly(
             lambda: [(s["leader_epoch"], s["isr"]) for s in partition_states(zk, TOPIC, PARTITIONS)] != epochs, 2.0
         )
         cluster.broker(controller).kill()

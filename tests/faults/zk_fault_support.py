@@ -17,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.exceptions import NoNodeError
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> float:
@@ -28,6 +29,26 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: 
         if time.monotonic() - started > timeout:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def wait_quietly(condition: Callable[[], bool], timeout: float) -> bool:
+    """Poll `condition` tightly for up to `timeout` s; whether it became true (no failure)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+    return False
+
+
+def make_controller(zk: Any, broker_id: int) -> None:
+    """Delete /controller until `broker_id` wins the election (each broker is as likely to)."""
+    for _ in range(30):
+        if zk_controller(zk) == broker_id:
+            return
+        with contextlib.suppress(NoNodeError):
+            zk.delete("/controller")
+        wait_for(lambda: zk_controller(zk) != -1, 30, "a controller")
+    raise AssertionError(f"broker {broker_id} never won the controller election")
 
 
 def create_topic(
