@@ -186,7 +186,7 @@ class KafkaServer:
         the controller's first UpdateMetadata has arrived, so no client is told "no controller"
         and an empty broker list by a broker that has just registered."""
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
-        await loop.run_in_executor(None, self.controller.await_startup, STARTUP_METADATA_WAIT_S)
+        await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
         try:
             await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))
         except TimeoutError:
