@@ -179,7 +179,7 @@ class KafkapyCluster:
 
     def wait_until_ready(self, timeout: float = START_TIMEOUT_S, broker_ids: list[int] | None = None) -> None:
         """Wait until the running brokers are registered and each one's metadata lists them all and
-        names a controller."""
+        names the controller /controller names."""
         from kazoo.client import KazooClient
 
         wanted = sorted(
@@ -207,11 +207,8 @@ class KafkapyCluster:
                 registered = sorted(
                     int(c) for c in (zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else [])
                 )
-                if (
-                    set(wanted) <= set(registered)
-                    and zk.exists("/controller")
-                    and self._metadata_ready(wanted)
-                ):
+                controller = _controller_id(zk)
+                if set(wanted) <= set(registered) and controller >= 0 and self._metadata_ready(wanted, controller):
                     return
                 if time.monotonic() > deadline:
                     raise TimeoutError(
@@ -222,7 +219,7 @@ class KafkapyCluster:
             zk.stop()
             zk.close()
 
-    def _metadata_ready(self, wanted: list[int]) -> bool:
+    def _metadata_ready(self, wanted: list[int], controller: int) -> bool:
         from kafkapy.client.connection import BrokerConnection
 
         for b in self.brokers:
@@ -236,8 +233,9 @@ class KafkapyCluster:
             except Exception:
                 return False
             # A broker that has not heard from the controller yet answers controller -1, which
-            # admin clients (librdkafka) take as "wait for a controller" for their whole timeout.
-            if sorted(x.node_id for x in md.brokers) != wanted or md.controller_id < 0:
+            # admin clients (librdkafka) take as "wait for a controller" for their whole timeout;
+            # one naming a former controller sends them to a broker that answers NOT_CONTROLLER.
+            if sorted(x.node_id for x in md.brokers) != wanted or md.controller_id != controller:
                 return False
         return True
 
@@ -252,6 +250,17 @@ class KafkapyCluster:
             with contextlib.suppress(Exception):
                 self.zookeeper.stop()
             self.zookeeper = None
+
+
+def _controller_id(zk: Any) -> int:
+    """The broker id in /controller, -1 if there is none."""
+    import json
+
+    try:
+        data, _ = zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+    except Exception:  # noqa: BLE001 - no node, or an election in progress
+        return -1
 
 
 def _lost_port_race(broker: BrokerHandle) -> bool:

@@ -252,7 +252,8 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
         cluster.wait_until_ready(timeout=60)
         if role == "controller":
             make_controller(zk, victim)
-            cluster.wait_until_ready(timeout=60)
+            cluster.wait_until_ready(timeout=60)  # every broker's metadata names it
+            assert zk_controller(zk) == victim
         # The victim leads partition 0, and `other` is next in line for it.
         assignment = [[victim, other, third], [other, third, victim], [third, victim, other]]
         producer = _start_producing(cluster, assignment)
