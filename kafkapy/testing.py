@@ -142,21 +142,28 @@ class KafkapyCluster:
         return ",".join(b.bootstrap for b in self.brokers)
 
     def start(self) -> None:
-        from kafkapy.zkserver.launcher import ZooKeeperProcess
+        from kafkapy.zkserver.launcher import ZooKeeperProcess, ZooKeeperStartError
 
-        zk_port = free_port()
         zk_dir = self.base_dir / "zookeeper"
-        self.zookeeper = ZooKeeperProcess(
-            {
-                "dataDir": str(zk_dir / "data"),
-                "clientPort": str(zk_port),
-                "clientPortAddress": "127.0.0.1",
-                "maxClientCnxns": "0",
-                "admin.enableServer": "false",
-            },
-            log_dir=str(zk_dir / "logs"),
-        )
-        self.zookeeper.start()
+        for attempt in range(3):
+            # A port picked free can be taken before the JVM binds it: pick another.
+            zk_port = free_port()
+            self.zookeeper = ZooKeeperProcess(
+                {
+                    "dataDir": str(zk_dir / "data"),
+                    "clientPort": str(zk_port),
+                    "clientPortAddress": "127.0.0.1",
+                    "maxClientCnxns": "0",
+                    "admin.enableServer": "false",
+                },
+                log_dir=str(zk_dir / "logs"),
+            )
+            try:
+                self.zookeeper.start()
+                break
+            except ZooKeeperStartError:
+                if attempt == 2:
+                    raise
         self.zookeeper_connect = f"127.0.0.1:{zk_port}"
         for broker_id in range(self.num_brokers):
             handle = BrokerHandle(
@@ -171,7 +178,8 @@ class KafkapyCluster:
         self.wait_until_ready()
 
     def wait_until_ready(self, timeout: float = START_TIMEOUT_S, broker_ids: list[int] | None = None) -> None:
-        """Wait until the running brokers are registered and each one's metadata lists them all."""
+        """Wait until the running brokers are registered and each one's metadata lists them all and
+        names the controller /controller names."""
         from kazoo.client import KazooClient
 
         wanted = sorted(
@@ -180,10 +188,18 @@ class KafkapyCluster:
         deadline = time.monotonic() + timeout
         zk = KazooClient(hosts=self.zookeeper_connect, timeout=10)
         zk.start(timeout=15)
+        port_retries = 3
         try:
             while True:
                 for b in self.brokers:
                     if b.process is not None and b.process.poll() is not None:
+                        if port_retries > 0 and _lost_port_race(b):
+                            # The port was free when picked, then taken by another process
+                            # before the broker bound it (machines running many tests): move on.
+                            port_retries -= 1
+                            b.port = free_port()
+                            b.start()
+                            continue
                         raise RuntimeError(
                             f"broker {b.broker_id} exited with {b.process.returncode}; its log:\n"
                             + b.server_log()[-4000:]
@@ -191,11 +207,8 @@ class KafkapyCluster:
                 registered = sorted(
                     int(c) for c in (zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else [])
                 )
-                if (
-                    set(wanted) <= set(registered)
-                    and zk.exists("/controller")
-                    and self._metadata_ready(wanted)
-                ):
+                controller = _controller_id(zk)
+                if set(wanted) <= set(registered) and controller >= 0 and self._metadata_ready(wanted, controller):
                     return
                 if time.monotonic() > deadline:
                     raise TimeoutError(
@@ -206,7 +219,7 @@ class KafkapyCluster:
             zk.stop()
             zk.close()
 
-    def _metadata_ready(self, wanted: list[int]) -> bool:
+    def _metadata_ready(self, wanted: list[int], controller: int) -> bool:
         from kafkapy.client.connection import BrokerConnection
 
         for b in self.brokers:
@@ -219,7 +232,10 @@ class KafkapyCluster:
                     md = conn.send(3, 1, {"topics": []})
             except Exception:
                 return False
-            if sorted(x.node_id for x in md.brokers) != wanted:
+            # A broker that has not heard from the controller yet answers controller -1, which
+            # admin clients (librdkafka) take as "wait for a controller" for their whole timeout;
+            # one naming a former controller sends them to a broker that answers NOT_CONTROLLER.
+            if sorted(x.node_id for x in md.brokers) != wanted or md.controller_id != controller:
                 return False
         return True
 
@@ -234,6 +250,23 @@ class KafkapyCluster:
             with contextlib.suppress(Exception):
                 self.zookeeper.stop()
             self.zookeeper = None
+
+
+def _controller_id(zk: Any) -> int:
+    """The broker id in /controller, -1 if there is none."""
+    import json
+
+    try:
+        data, _ = zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+    except Exception:  # noqa: BLE001 - no node, or an election in progress
+        return -1
+
+
+def _lost_port_race(broker: BrokerHandle) -> bool:
+    """Did `broker` (which has exited) fail because its listener port was already taken?"""
+    tail = broker.server_log()[-4000:]
+    return "Fatal error during KafkaServer startup" in tail and "address already in use" in tail
 
 
 @contextlib.contextmanager

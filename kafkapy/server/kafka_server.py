@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from enum import IntEnum
 from typing import Any
 
@@ -25,6 +26,11 @@ from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.zk_connection import ZooKeeperConnection
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
+
+# How long start-up waits for the controller's first UpdateMetadata before serving clients anyway.
+STARTUP_METADATA_WAIT_S = 10.0
+# First pause before retrying a failed re-registration after a session expiry (doubles to 5 s).
+REREGISTER_BACKOFF_S = 0.5
 
 
 class BrokerState(IntEnum):
@@ -171,8 +177,27 @@ class KafkaServer:
             self.config, zk, self.registration.broker_info, self.registration.broker_epoch
         )
         await loop.run_in_executor(None, self.controller.startup)
+        await self._await_cluster_metadata(loop)
+        self.apis.start_processing()
         self.state = BrokerState.RunningAsBroker
         log.info("%s started", self.log_ident)
+
+    async def _await_cluster_metadata(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Kafka's order: clients are served last. Wait (bounded) until the election is decided and
+        the controller's first UpdateMetadata has arrived, so no client is told "no controller"
+        and an empty broker list by a broker that has just registered."""
+        deadline = loop.time() + STARTUP_METADATA_WAIT_S
+        await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
+        try:
+            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            log.warning(
+                "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "
+                "requests with this broker's own view until it arrives",
+                self.log_ident,
+                self.controller.active_controller_id,
+                STARTUP_METADATA_WAIT_S,
+            )
 
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""
@@ -199,10 +224,37 @@ class KafkaServer:
         self.log_manager.update_config(topic, config)
 
     def _on_new_zk_session(self) -> None:
-        """Runs on a kazoo thread after the session expired and a new one was established."""
+        """Runs on the session-handler thread after the session expired and a new one was
+        established: /brokers/ids/<id> died with the old session and is created again (before
+        the controller's handler re-runs its election, which is registered after this one).
+
+        Without the znode the controller treats this broker as dead however long it runs, so a
+        failed attempt (ZooKeeper lost again, a retry deadline) is retried until it lands, this
+        session is replaced (the new one's handler registers) or the broker shuts down.
+        """
+        from kazoo.exceptions import NodeExistsError
+
         log.info("%s ZooKeeper session re-established: re-registering broker", self.log_ident)
-        if self.registration is not None:
-            self.registration.register()
+        if self.registration is None:
+            return
+        session = self.zk.client.session_id
+        backoff_s = REREGISTER_BACKOFF_S
+        while self.state not in (BrokerState.BrokerShuttingDown, BrokerState.NotRunning):
+            try:
+                self.registration.register()
+                return
+            except NodeExistsError:
+                # Another live broker holds our id: nothing we may overwrite (Kafka fails here too).
+                log.error("%s Error while re-registering broker: %s is registered by another session",
+                          self.log_ident, f"/brokers/ids/{self.broker_id}")  # fmt: skip
+                return
+            except Exception as e:  # noqa: BLE001 - any ZooKeeper failure is retried
+                if self.zk.client.session_id != session:
+                    return
+                log.warning("%s Error while re-registering broker: %s; retrying in %.1f s",
+                            self.log_ident, e, backoff_s)  # fmt: skip
+                time.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 5.0)
 
     # -- shutdown -------------------------------------------------------------------------------
 

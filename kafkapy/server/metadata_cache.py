@@ -6,6 +6,7 @@ as Kafka brokers do: the controller is the single writer of cluster metadata.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ class MetadataCache:
         self.partitions: dict[str, dict[int, PartitionMetadata]] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
+        # Set by the first UpdateMetadata (on the loop): the broker serves clients after it.
+        self.initialized = asyncio.Event()
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -83,6 +86,7 @@ class MetadataCache:
                 tid = self.topic_ids.pop(topic, None)
                 if tid is not None:
                     self.topic_names.pop(tid, None)
+        self.initialized.set()
         return deleted
 
     # -- queries ------------------------------------------------------------------------------

@@ -151,3 +151,26 @@ def test_start_command_reports_a_bad_properties_file(tmp_path: Path) -> None:
     result = _run("kafkapy.tools.zookeeper_server_start", "-daemon", str(config), env=dict(os.environ))
     assert result.returncode == 1
     assert "dataDir" in result.stderr
+
+
+def test_restart_keeps_the_port_the_data_and_the_sessions(zookeeper: ZooKeeperProcess) -> None:
+    """restart() comes back on the same port and dataDir. A session outlives the restart even when
+    ZooKeeper is down longer than its timeout: the server restores sessions from its snapshot and
+    log and restarts their timers, so a client that reconnects in time keeps its ephemeral znodes
+    (what the ZooKeeper fault tests rely on)."""
+    client = KazooClient(hosts=zookeeper.connect_string, timeout=4)
+    client.start(timeout=15)
+    states: list[str] = []
+    client.add_listener(states.append)
+    try:
+        session = client.client_id[0]
+        client.create("/ephemeral", b"1", ephemeral=True)
+        port = zookeeper.port
+        zookeeper.restart(down_seconds=6)
+        assert zookeeper.port == port and zookeeper.is_running()
+        assert client.retry(client.exists, "/ephemeral") is not None  # retried until reconnected
+        assert client.client_id[0] == session
+        assert "LOST" not in states
+    finally:
+        client.stop()
+        client.close()

@@ -18,12 +18,33 @@ def brokers_for_listener(apis: KafkaApis, listener: str) -> list[dict[str, Any]]
         if listener in b.endpoints:
             host, port, _ = b.endpoints[listener]
             out.append({"node_id": b.id, "broker_id": b.id, "host": host, "port": port, "rack": b.rack})
+    if not out:
+        # No UpdateMetadata yet (start-up gave up waiting for it): at least this broker, which
+        # is alive and answering; an empty list leaves clients with nobody to ask.
+        out = _this_broker(apis, listener)
     return sorted(out, key=lambda x: x["node_id"])
+
+
+def _this_broker(apis: KafkaApis, listener: str) -> list[dict[str, Any]]:
+    registration = apis.server.registration
+    if registration is None:
+        return []
+    info = registration.broker_info
+    return [
+        {"node_id": info.id, "broker_id": info.id, "host": ep.host or "", "port": ep.port, "rack": info.rack}
+        for ep in info.endpoints
+        if ep.listener_name == listener
+    ]
 
 
 def controller_id(apis: KafkaApis) -> int:
     cid = apis.metadata_cache.controller_id
-    return cid if cid is not None else -1
+    if cid is not None:
+        return cid
+    # Before the first UpdateMetadata: the controller this broker knows from /controller (every
+    # broker's KafkaController watches it), rather than -1, which admin clients do not re-ask.
+    controller = apis.server.controller
+    return controller.active_controller_id if controller is not None else -1
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER)

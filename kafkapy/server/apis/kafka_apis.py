@@ -11,6 +11,8 @@ failures; per-partition failures are error codes inside the response, as Kafka a
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import inspect
 import logging
 from collections.abc import Callable
@@ -36,6 +38,13 @@ class Handler:
 
 
 HANDLERS: dict[int, Handler] = {}
+
+# What a starting broker processes before it serves clients: the controller's requests (Kafka's
+# control plane) and ApiVersions, which only describes us. Everything else waits for
+# start_processing(), as Kafka's data-plane listeners start processing last.
+STARTUP_APIS = frozenset(
+    {ApiKey.API_VERSIONS, ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA}
+)
 
 
 def handles(api_key: ApiKey, raw: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -78,6 +87,21 @@ class KafkaApis:
         self._routes: dict[int, tuple[Handler, int, int]] = {
             int(k): (h, *SUPPORTED_VERSIONS[k]) for k, h in HANDLERS.items() if k in SUPPORTED_VERSIONS
         }
+        # Set until start_processing(): a client connecting the moment /brokers/ids/<id> exists
+        # must not be answered from an empty metadata cache (controller -1, no brokers): the
+        # admin clients of librdkafka then wait their whole timeout "for controller".
+        self._starting: asyncio.Event | None = asyncio.Event()
+
+    def start_processing(self) -> None:
+        """Serve every API from now on, and the requests that waited for start-up (on the loop)."""
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.set()
+
+    async def _after_startup(self, request: Request, starting: asyncio.Event) -> Any:
+        await starting.wait()
+        result = self.handle(request)
+        return await result if inspect.isawaitable(result) else result
 
     @property
     def broker_id(self) -> int:
@@ -103,6 +127,10 @@ class KafkaApis:
                 # A client newer than us: answer in v0 with our ranges so it retries with a version we know.
                 return framing.api_versions_fallback_frame(header.correlation_id, advertised())
             raise ProtocolError(f"unsupported API key {header.api_key} version {header.api_version}")
+        if self._starting is not None and header.api_key not in STARTUP_APIS:
+            # The frame is a view of the receive buffer, valid only until the first await: keep a copy.
+            kept = dataclasses.replace(request, buffer=memoryview(bytes(request.buffer)))
+            return self._after_startup(kept, self._starting)
         handler = route[0]
         if handler.raw:
             result = handler.fn(self, request)

@@ -96,6 +96,9 @@ class KafkaController:
         self._active_controller_id = -1
         self._rebalance_timer: threading.Timer | None = None
         self._session_handler: Any = None
+        # Set once this broker's first election is decided (it won, or /controller names another):
+        # the broker serves clients after it, so that none is told "no controller".
+        self._election_decided = threading.Event()
         self._handlers: dict[type, Callable[[Any], None]] = {
             ev.Startup: lambda e: self._process_startup(),
             ev.ControllerChange: lambda e: self._maybe_resign(),
@@ -128,6 +131,11 @@ class KafkaController:
             register(self._session_handler)
         self.event_manager.put(ev.Startup())
         self.event_manager.start()
+
+    def await_election(self, timeout: float) -> bool:
+        """Blocking: wait until the first election is decided (this broker knows the controller
+        from /controller, or is it; its failover may still be running). False on timeout."""
+        return self._election_decided.wait(timeout)
 
     def shutdown(self) -> None:
         unregister = getattr(self._zk_client, "unregister_state_change_handler", None)
@@ -202,9 +210,12 @@ class KafkaController:
     # --- election ----------------------------------------------------------------------------------
 
     def _process_startup(self) -> None:
-        self.zk.watch_node(CONTROLLER, lambda: self.put(ev.ControllerChange()),
-                           on_delete=lambda: self.put(ev.Reelect()))
-        self._elect()
+        try:
+            self.zk.watch_node(CONTROLLER, lambda: self.put(ev.ControllerChange()),
+                               on_delete=lambda: self.put(ev.Reelect()))
+            self._elect()
+        finally:
+            self._election_decided.set()  # even if it failed: start-up must not wait in vain
 
     def _process_reelect(self) -> None:
         self._maybe_resign()
@@ -230,6 +241,7 @@ class KafkaController:
     def _elect(self) -> None:
         self._active_controller_id = _or_minus_one(self.zk.get_controller_id())
         if self._active_controller_id != -1:
+            self._election_decided.set()
             self.log.debug(f"Broker {self._active_controller_id} has been elected as the controller, "
                            f"so stopping the election process.")
             return
@@ -238,6 +250,7 @@ class KafkaController:
             self.context.epoch = epoch
             self.context.epoch_zk_version = epoch_zk_version
             self._active_controller_id = self.broker_id
+            self._election_decided.set()
             self.log.info(f"{self.broker_id} successfully elected as the controller. Epoch incremented to "
                           f"{epoch} and epoch zk version is now {epoch_zk_version}")
             self._on_controller_failover()

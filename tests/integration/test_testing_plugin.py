@@ -1,0 +1,36 @@
+"""kafkapy.testing itself: what the pytest plugin promises the tests that use it."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import kafkapy.testing as testing
+from kafkapy.client.connection import BrokerConnection
+
+
+@pytest.mark.timeout(120)
+def test_ports_taken_before_zookeeper_or_a_broker_binds_are_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """free_port() is a guess: another process can bind the port before the broker does. The
+    cluster then starts ZooKeeper, or restarts that broker, on another port instead of failing."""
+    with socket.create_server(("127.0.0.1", 0)) as squatter:
+        taken = squatter.getsockname()[1]
+        real = testing.free_port
+        # The taken port for ZooKeeper, a free one for its second try, the taken one for broker 0.
+        ports: Iterator[int] = iter([taken, real(), taken])
+
+        def rigged() -> int:
+            return next(ports, None) or real()
+
+        monkeypatch.setattr(testing, "free_port", rigged)
+        with testing.kafkapy_cluster_context(1, base_dir=tmp_path) as cluster:
+            broker = cluster.brokers[0]
+            assert broker.port != taken and cluster.zookeeper.port != taken
+            with contextlib.closing(BrokerConnection("127.0.0.1", broker.port, "plugin-test", 5.0)) as conn:
+                md = conn.send(3, 1, {"topics": []})
+            assert [b.node_id for b in md.brokers] == [0]
+            assert md.controller_id == 0
