@@ -21,7 +21,11 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from kafkapy.protocol.errors import ElectionNotNeededException, EligibleLeadersNotAvailableException
+from kafkapy.server.controller.events import ElectionType
+from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.testing import KafkapyCluster
+from kafkapy.tools.leader_election import AdminCommandFailedError, parse_election_data, report
 
 WAIT_S = 60.0
 OVERRIDES = {
@@ -173,3 +177,22 @@ def test_bad_json_files_fail_before_any_request(tmp_path: Path, text: str, messa
     done = run_tool("--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred",
                     "--path-to-json-file", str(path))
     assert (done.returncode, done.stderr.strip()) == (1, f"Error: {message}")
+
+
+def test_report_prints_kafkas_three_kinds_of_lines() -> None:
+    lines: list[str] = []
+    results = {
+        TopicPartition("b", 0): None,
+        TopicPartition("a", 1): None,
+        TopicPartition("c", 0): ElectionNotNeededException("Leader election not needed for topic partition."),
+        TopicPartition("d", 2): EligibleLeadersNotAvailableException("Failed to elect leader for partition d-2"),
+    }
+    with pytest.raises(AdminCommandFailedError, match=r"^1 replica\(s\) could not be elected$"):
+        report(ElectionType.UNCLEAN, results, lines.append)
+    assert lines == [
+        "Successfully completed leader election (UNCLEAN) for partitions a-1, b-0",
+        "Valid replica already elected for partitions c-0",
+        "Error completing leader election (UNCLEAN) for partition: d-2: "
+        "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: Failed to elect leader for partition d-2",
+    ]
+    assert parse_election_data('{"partitions": [{"topic": "t", "partition": 3}]}') == {TopicPartition("t", 3)}
