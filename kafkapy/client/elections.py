@@ -4,10 +4,11 @@ leader-election tool. The request goes to the controller (NOT_CONTROLLER: ask th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.errors import KafkaError, UnsupportedVersionException
 from kafkapy.server.controller.events import ElectionType
 from kafkapy.server.log.topic_partition import TopicPartition
 
@@ -26,8 +27,14 @@ def elect_leaders(
         ],
         "timeout_ms": admin.timeout_ms,
     }
+    def build(version: int) -> dict[str, Any]:
+        if version == 0 and election_type is not ElectionType.PREFERRED:
+            # v0 has no election type: the broker would run a preferred election instead.
+            raise UnsupportedVersionException("The broker does not support unclean leader election (ElectLeaders v0)")
+        return body
+
     answer = admin.controller_call(
-        ApiKey.ELECT_LEADERS, "electLeaders", lambda v: body,
+        ApiKey.ELECT_LEADERS, "electLeaders", build,
         lambda a: [(a.error_code, None)] + [
             (p.error_code, p.error_message) for t in a.replica_election_results for p in t.partition_result
         ],
