@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     BY_CODE,
+    LeaderNotAvailableException,
     NetworkException,
     NotControllerException,
     ProtocolError,
@@ -252,6 +253,18 @@ class AdminClient:
             if time.monotonic() >= deadline:
                 raise TimeoutException(f"Timed out waiting for a node assignment. Call: {call}") from last
             time.sleep(RETRY_BACKOFF_S)
+
+    def metadata(self, topics: Sequence[str] | None, call: str) -> Any:
+        """The raw Metadata answer (brokers, topics, partitions and their leaders), for tools that
+        address partition leaders themselves (DeleteRecords, ListOffsets)."""
+        return self._metadata(topics, call)
+
+    def send_to_broker(self, broker_id: int, api_key: ApiKey, build: Callable[[int], Any]) -> tuple[int, Any]:
+        """Send build(version) to one broker named by the last metadata; (version, answer)."""
+        address = self._cluster.brokers.get(broker_id) if self._cluster else None
+        if address is None:
+            raise LeaderNotAvailableException(f"Broker {broker_id} is not in the cluster's metadata")
+        return self._send(address, api_key, build)
 
     def list_topics(self, include_internal: bool = False) -> list[str]:
         md = self._metadata(None, "listTopics")

@@ -123,6 +123,7 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     # v1 (allowReplicationFactorChange, Kafka 3.x) would need refusing RF changes on request.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ class RemoteReplica:
     last_caught_up_ms: int = 0
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
     last_fetch_ms: int = 0
+    # The follower's log start offset as its last fetch reported it: DeleteRecords waits for it.
+    log_start_offset: int = UNKNOWN_OFFSET
 
     def update_fetch_state(self, fetch_offset: int, fetch_ms: int, leader_end_offset: int) -> None:
         # A follower that reached the leader's end offset as of this fetch, or the end offset the
@@ -77,6 +80,7 @@ class RemoteReplica:
         follower's position is also unknown until it fetches again."""
         if new_epoch:
             self.log_end_offset = UNKNOWN_OFFSET
+            self.log_start_offset = UNKNOWN_OFFSET
         self.last_fetch_leader_log_end_offset = leader_end_offset
         self.last_fetch_ms = at_ms
         self.last_caught_up_ms = caught_up_ms
@@ -288,6 +292,15 @@ class Partition:
                 return True, NotEnoughReplicasAfterAppendException.code
             return True, 0
         return False, 0
+
+    def low_watermark(self, alive_brokers: Collection[int]) -> int:
+        """Kafka's lowWatermarkIfLeader: the smallest log start offset of this replica and every
+        follower on a live broker (a dead one cannot hold a DeleteRecords back)."""
+        low = self.log.log_start_offset
+        for r in self.remote_replicas.values():
+            if r.broker_id in alive_brokers and r.log_start_offset < low:
+                low = r.log_start_offset
+        return low
 
     def describe_replicas(self, ids: frozenset[int]) -> str:
         return " ".join(

@@ -90,6 +90,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords")
         self.replica_lag_time_max_ms = int(config.replica_lag_time_max_ms) if config is not None else 30000
         self.fetcher_manager = ReplicaFetcherManager(
             broker_id,
@@ -434,6 +435,15 @@ class ReplicaManager:
         if hw_moved:
             self._complete_delayed(partition.tp)
 
+    def update_follower_log_start_offsets(self, replica_id: int, starts: dict[TopicPartition, int]) -> None:
+        """A follower's fetch reported its log start offsets: DeleteRecords waiting on them may be done."""
+        for tp, start in starts.items():
+            partition = self.partitions.get(tp)
+            remote = partition.remote_replicas.get(replica_id) if partition is not None else None
+            if remote is not None and partition is not None and partition.is_leader and remote.log_start_offset != start:
+                remote.log_start_offset = start
+                self.delete_records_purgatory.check_and_complete(tp)
+
     def _on_isr_updated(self, partition: Partition) -> None:
         if self.partitions.get(partition.tp) is partition and partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
@@ -443,6 +453,7 @@ class ReplicaManager:
         fetches waiting on `tp` may be done."""
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
+        self.delete_records_purgatory.check_and_complete(tp)
 
     def _leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
@@ -459,6 +470,7 @@ class ReplicaManager:
         await loop.run_in_executor(None, self.fetcher_manager.shutdown)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
+        self.delete_records_purgatory.shutdown()
 
 
 async def gather_configs(

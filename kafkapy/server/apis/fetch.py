@@ -85,6 +85,12 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     replica_id = _replica_id(body, version)
     max_bytes = body.max_bytes if version >= 3 else 2**31 - 1
     isolation = body.isolation_level if version >= 4 else 0
+    if replica_id >= 0 and version >= 5:
+        # Followers report their log start offsets (aligned with `wanted`): DeleteRecords waits for them.
+        starts = [p.log_start_offset for t in body.topics for p in t.partitions]
+        apis.replica_manager.update_follower_log_start_offsets(
+            replica_id, {TopicPartition(w.topic, w.partition): s for w, s in zip(wanted, starts, strict=True) if w.topic}
+        )
     results = _read(apis, wanted, replica_id, isolation, max_bytes)
     total = sum(r.size for r in results.values())
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)

@@ -4,7 +4,9 @@ DescribeGroups, ListGroups, DeleteGroups.
 The handlers translate between each version's wire shape and the GroupCoordinator, which answers
 with error codes and plain values. FindCoordinator creates __consumer_offsets on first use through
 the normal controller path (its znodes in ZooKeeper) and answers COORDINATOR_NOT_AVAILABLE until
-the partition leading the group is known, as Kafka does.
+the partition leading the group is known, as Kafka does. The topic is created with
+offsets.topic.replication.factor replicas or not at all: while fewer brokers are alive, the answer
+is COORDINATOR_NOT_AVAILABLE (an RF 1 offsets topic made during a rolling start would stay RF 1).
 """
 
 from __future__ import annotations
@@ -50,9 +52,7 @@ def _create_offsets_topic(apis: KafkaApis) -> None:
     from kafkapy.server.zk.admin_zk_client import AdminZkClient
 
     config = apis.config
-    live = len(apis.zk.get_sorted_broker_list())
-    # Capped by the live brokers so a small cluster (or a single test broker) gets its topic.
-    rf = max(1, min(int(config.offsets_topic_replication_factor), live))
+    rf = int(config.offsets_topic_replication_factor)
     try:
         AdminZkClient(apis.zk).create_topic(
             GROUP_METADATA_TOPIC_NAME,
@@ -64,6 +64,20 @@ def _create_offsets_topic(apis: KafkaApis) -> None:
     except KafkaError as e:
         if e.code != 36:  # TOPIC_ALREADY_EXISTS: another broker or request got there first
             raise
+
+
+def _enough_brokers_for_offsets_topic(apis: KafkaApis) -> bool:
+    """Kafka's check before creating the offsets topic, with its log line when it fails."""
+    alive = len(apis.metadata_cache.alive_broker_ids())
+    required = int(apis.config.offsets_topic_replication_factor)
+    if alive >= required:
+        return True
+    log.error(
+        "Number of alive brokers '%d' does not meet the required replication factor '%d' for the offsets topic "
+        "(configured via 'offsets.topic.replication.factor'). This error can be ignored if the cluster is "
+        "starting up and not all brokers are up yet.", alive, required,
+    )
+    return False
 
 
 async def _ensure_offsets_topic(apis: KafkaApis, gc: Any) -> None:
@@ -84,7 +98,8 @@ async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) 
         return _coordinator_error(key, _NOT_AVAILABLE)
     cache = apis.metadata_cache
     if not cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
-        await _ensure_offsets_topic(apis, gc)
+        if _enough_brokers_for_offsets_topic(apis):
+            await _ensure_offsets_topic(apis, gc)
         return _coordinator_error(key, _NOT_AVAILABLE)
     info = cache.partition_info(GROUP_METADATA_TOPIC_NAME, gc.manager.partition_for(key))
     endpoint = (

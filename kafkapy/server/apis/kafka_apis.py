@@ -69,6 +69,7 @@ class KafkaApis:
             cluster,
             configs,
             controller_requests,
+            elect_leaders,
             fetch,
             groups,  # the group coordinator's APIs (with apis/offsets.py)
             list_offsets,

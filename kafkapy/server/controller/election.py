@@ -16,6 +16,9 @@ from kafkapy.server.controller.leader_and_isr import LeaderAndIsr, TopicPartitio
 
 class ElectionStrategy(enum.Enum):
     OFFLINE = "OfflinePartitionLeaderElectionStrategy"
+    # ElectLeaders with election_type UNCLEAN: the offline election with unclean election allowed
+    # whatever the topic's unclean.leader.election.enable says (Kafka's allowUnclean = true).
+    OFFLINE_UNCLEAN = "OfflinePartitionLeaderElectionStrategy(true)"
     REASSIGN = "ReassignPartitionLeaderElectionStrategy"
     PREFERRED = "PreferredReplicaPartitionLeaderElectionStrategy"
     CONTROLLED_SHUTDOWN = "ControlledShutdownPartitionLeaderElectionStrategy"

@@ -6,6 +6,7 @@ put it on the ControllerEventManager; all work happens in `KafkaController.proce
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -139,6 +140,23 @@ class ListPartitionReassignments(ControllerEvent):
     partitions: frozenset[TopicPartition] | None = None
     # Completed with partition -> its in-flight assignment (replicas, adding, removing).
     future: Future[dict[TopicPartition, ReplicaAssignment]] = field(default_factory=Future)
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election_type (org.apache.kafka.common.ElectionType)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ElectLeaders(ControllerEvent):
+    """ElectLeaders (43) from an admin client; `partitions` None means every partition."""
+
+    election_type: ElectionType
+    partitions: frozenset[TopicPartition] | None = None
+    # Completed with partition -> its new leader, or the error that partition gets in the response.
+    future: Future[dict[TopicPartition, int | Exception]] = field(default_factory=Future)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -18,7 +18,13 @@ from concurrent.futures import Future
 from typing import Any
 
 from kafkapy.protocol.errors import ControllerMovedException, NotControllerException
-from kafkapy.server.controller import broker_events, preferred_election, reassignment, topic_events
+from kafkapy.server.controller import (
+    broker_events,
+    elect_leaders,
+    preferred_election,
+    reassignment,
+    topic_events,
+)
 from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.channel_manager import (
     ConnectionFactory,
@@ -120,6 +126,7 @@ class KafkaController:
             ev.PartitionReassignmentIsrChange: lambda e: reassignment.process_isr_change(self, e.partition),
             ev.ApiPartitionReassignment: lambda e: reassignment.process_api_partition_reassignment(self, e),
             ev.ListPartitionReassignments: lambda e: reassignment.process_list_partition_reassignments(self, e),
+            ev.ElectLeaders: lambda e: elect_leaders.process_elect_leaders(self, e),
         }
 
     # --- public API --------------------------------------------------------------------------------
@@ -182,6 +189,14 @@ class KafkaController:
         self.event_manager.put(event)
         return event.future
 
+    def elect_leaders(
+        self, election_type: ev.ElectionType, partitions: frozenset[TopicPartition] | None
+    ) -> Future[dict[TopicPartition, int | Exception]]:
+        """ElectLeaders (43): each partition's new leader or error; None elects over every partition."""
+        event = ev.ElectLeaders(election_type, partitions)
+        self.event_manager.put(event)
+        return event.future
+
     def put(self, event: ev.ControllerEvent) -> None:
         self.event_manager.put(event)
 
@@ -204,7 +219,10 @@ class KafkaController:
     def preempt(self, event: ev.ControllerEvent) -> None:
         if isinstance(event, ev.ControlledShutdown) and not event.future.done():
             event.future.set_exception(ControllerMovedException("Controller moved to another broker"))
-        elif isinstance(event, ev.ApiPartitionReassignment | ev.ListPartitionReassignments) and not event.future.done():
+        elif (
+            isinstance(event, ev.ApiPartitionReassignment | ev.ListPartitionReassignments | ev.ElectLeaders)
+            and not event.future.done()
+        ):
             event.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
 
     # --- election ----------------------------------------------------------------------------------

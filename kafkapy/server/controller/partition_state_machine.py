@@ -269,18 +269,19 @@ class PartitionStateMachine:
         self, states: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]], strategy: ElectionStrategy
     ) -> list[ElectionResult]:
         ctx = self.context
-        if strategy is ElectionStrategy.OFFLINE:
+        if strategy in (ElectionStrategy.OFFLINE, ElectionStrategy.OFFLINE_UNCLEAN):
             # Unclean election is a per-topic config; only look it up where it could matter.
             needs_config = {
                 tp.topic
                 for tp, s in states
                 if not any(ctx.is_replica_online(r, tp) for r in s.leader_and_isr.isr)
             }
-            unclean = (
-                self.zk.get_unclean_leader_election_enabled(needs_config, self._unclean_default())
-                if needs_config
-                else {}
-            )
+            if strategy is ElectionStrategy.OFFLINE_UNCLEAN:
+                unclean = dict.fromkeys(needs_config, True)
+            elif needs_config:
+                unclean = self.zk.get_unclean_leader_election_enabled(needs_config, self._unclean_default())
+            else:
+                unclean = {}
             return [
                 election.leader_for_offline(
                     tp,

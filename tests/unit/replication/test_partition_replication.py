@@ -164,3 +164,24 @@ def test_acks_all_completes_once_high_watermark_passes_and_checks_min_isr() -> N
     assert p.check_enough_replicas_reached(10) == (True, 0)
     p.isr = frozenset({0})
     assert p.check_enough_replicas_reached(10) == (True, 20)  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def test_low_watermark_waits_for_every_live_follower_log_start_offset() -> None:
+    p = leader_partition(leo=100)
+    p.log.log_start_offset = 40
+    # Followers that have not fetched since the election hold it at "unknown".
+    assert p.low_watermark({0, 1, 2}) == -1
+    p.remote_replicas[1].log_start_offset = 40
+    p.remote_replicas[2].log_start_offset = 10
+    assert p.low_watermark({0, 1, 2}) == 10
+    # A follower on a dead broker cannot hold a DeleteRecords back.
+    assert p.low_watermark({0, 1}) == 40
+    p.remote_replicas[2].log_start_offset = 40
+    assert p.low_watermark({0, 1, 2}) == 40
+
+
+def test_a_new_leader_epoch_forgets_follower_log_start_offsets() -> None:
+    p = leader_partition(leo=100)
+    p.remote_replicas[1].log_start_offset = 40
+    p.make_leader(State(0, 2, [0, 1, 2]), 1, uuid.UUID(int=0), NOW)
+    assert p.remote_replicas[1].log_start_offset == -1
