@@ -47,6 +47,7 @@ from kafkapy.server.follower_rules import (
     out_of_range_action,
 )
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
 
@@ -102,6 +103,7 @@ class PartitionFetchState:
     fetch_offset: int = -1
     truncating: bool = True
     delayed_until: float = 0.0  # time.monotonic()
+    lag: int | None = None  # leader's high watermark - fetch offset, after the last fetch
 
     def ready(self, now: float) -> bool:
         return not self.truncating and self.delayed_until <= now
@@ -121,8 +123,10 @@ class ReplicaFetcherThread(threading.Thread):
         leader: BrokerEndPoint,
         config: FetcherConfig,
         connect: Callable[..., Any] = BrokerConnection,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         name = f"ReplicaFetcherThread-{fetcher_id}-{leader.id}"
+        self.quota = quota  # follower-side replication throttle (Kafka's quotas.follower)
         super().__init__(name=name, daemon=True)
         self.broker_id = broker_id
         self.fetcher_id = fetcher_id
@@ -329,6 +333,10 @@ class ReplicaFetcherThread(threading.Thread):
     def _build_request(self) -> tuple[dict[str, Any] | None, dict[TopicPartition, int]]:
         now = time.monotonic()
         ready = [(tp, s) for tp, s in self._partitions.items() if s.ready(now)]
+        quota = self.quota
+        if quota is not None and quota.any_throttled and quota.is_quota_exceeded():
+            # Kafka's shouldFollowerThrottle: lagging throttled partitions sit this fetch out.
+            ready = [(tp, s) for tp, s in ready if s.lag == 0 or not quota.is_throttled(tp)]
         if not ready:
             return None, {}
         # Rotate the order so that every partition gets to be first (the one allowed to exceed
@@ -410,6 +418,10 @@ class ReplicaFetcherThread(threading.Thread):
         if records is not None:
             the_log.append_as_follower(records)
             state.fetch_offset = the_log.log_end_offset
+            if self.quota is not None and self.quota.is_throttled(tp):
+                self.quota.record(len(records))
+        if pd.high_watermark >= 0:
+            state.lag = max(0, pd.high_watermark - state.fetch_offset)
         if pd.high_watermark >= 0:
             the_log.high_watermark = follower_high_watermark(pd.high_watermark, the_log.log_end_offset)
         if pd.log_start_offset > the_log.log_start_offset:
