@@ -57,15 +57,26 @@ def _run(options: Options, bootstrap_server: str | None, zookeeper: str | None) 
         admin = AdminClient(str(bootstrap_server))
         try:
             (admin_actions.alter if options.action == "alter" else admin_actions.describe)(admin, options, out)
+        except KafkaError as e:
+            raise AdminCallFailed(e) from e
         finally:
             admin.close()
+
+
+class AdminCallFailed(Exception):
+    """An error a broker answered: Kafka's admin client hands it over wrapped in an
+    ExecutionException, which ConfigCommand prints with "Error while executing..."."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(error.message or type(error).__name__)
+        self.error = error
 
 
 def _kafka_name(e: BaseException) -> str:
     """How Kafka's stack trace names the error: org.apache.kafka.common.errors.<Name> for broker
     errors (wrapped in an ExecutionException by its admin client)."""
-    if isinstance(e, KafkaError):
-        return f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.{type(e).__name__}"
+    if isinstance(e, AdminCallFailed):
+        return f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.{type(e.error).__name__}"
     return type(e).__name__
 
 

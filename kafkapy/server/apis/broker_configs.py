@@ -19,7 +19,6 @@ from kafkapy.server.config_def import ConfigException
 from kafkapy.server.dynamic_broker_config import (
     DEFAULT_ENTITY,
     QUOTA_CONFIGS,
-    QUOTA_DEFAULT,
     QUOTA_DOC,
     RECONFIGURABLE,
     DynamicBrokerConfig,
@@ -63,34 +62,46 @@ def entity_name(broker_id: int, resource_name: str) -> str:
     return resource_name
 
 
-def broker_synonyms(name: str, config: Any, dynamic: DynamicBrokerConfig, per_broker: bool) -> list[Synonym]:
-    """Kafka's synonyms of one broker config, most specific first (DEFAULT_CONFIG last)."""
-    out: list[Synonym] = []
-    if per_broker and name in dynamic.broker_configs:
-        out.append((name, dynamic.broker_configs[name], DYNAMIC_BROKER_CONFIG))
-    if name in dynamic.default_configs:
-        out.append((name, dynamic.default_configs[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
-    if name in config.originals:
-        out.append((name, to_string(config.originals[name]), STATIC_BROKER_CONFIG))
+def synonym_names(name: str) -> list[str]:
+    """Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the broker names that set one value,
+    most precise first."""
+    for group in (["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+                  ["log.roll.ms", "log.roll.hours"], ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+                  ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]):
+        if name == group[0]:
+            return group
+    return [name]
+
+
+def broker_synonyms(name: str, config: Any, dynamic: DynamicBrokerConfig, per_broker: bool = True) -> list[Synonym]:
+    """Kafka's configSynonyms: every layer (per-broker, cluster default, server.properties,
+    built-in default) of every synonym name, then everything before the first entry named
+    `name` dropped (Kafka's dropWhile: log.retention.hours=168 alone does not describe
+    log.retention.ms). The cluster-default resource keeps only DYNAMIC_DEFAULT_BROKER_CONFIG."""
+    names = synonym_names(name)
     keys = config.config_keys()
-    if name in keys:
-        out.append((name, to_string(keys[name].default), DEFAULT_CONFIG))
-    elif name in QUOTA_CONFIGS:
-        out.append((name, str(QUOTA_DEFAULT), DEFAULT_CONFIG))
-    return out
+    layers: list[tuple[Mapping[str, Any], int]] = [
+        (dynamic.broker_configs, DYNAMIC_BROKER_CONFIG),
+        (dynamic.default_configs, DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (config.originals, STATIC_BROKER_CONFIG),
+        ({n: k.default for n, k in keys.items() if k.default is not None}, DEFAULT_CONFIG),
+    ]
+    found = [(n, to_string(layer[n]), source) for layer, source in layers for n in names if n in layer]
+    while found and found[0][0] != name:
+        found.pop(0)
+    return [s for s in found if per_broker or s[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
 
 
-def topic_broker_synonyms(config: Any, dynamic: DynamicBrokerConfig) -> dict[str, list[Synonym]]:
-    """topic config name -> the broker-level synonyms set on this broker (no defaults)."""
+def topic_synonyms(topic_name: str, config: Any, dynamic: DynamicBrokerConfig) -> list[Synonym]:
+    """The broker-level synonyms of a topic config (Kafka's LogConfig.TopicConfigSynonyms: the
+    most precise broker name, e.g. log.retention.ms for retention.ms)."""
     from kafkapy.server.log.log_config import BROKER_TO_TOPIC_CONFIG
 
-    out: dict[str, list[Synonym]] = {}
-    for broker_name, (topic_name, _) in BROKER_TO_TOPIC_CONFIG.items():
-        found = [s for s in broker_synonyms(broker_name, config, dynamic, True) if s[2] != DEFAULT_CONFIG]
-        out.setdefault(topic_name, []).extend(found)
-    for syns in out.values():
-        syns.sort(key=lambda s: s[2])  # dynamic per-broker, dynamic default, static
-    return out
+    names = [b for b, (t, _) in BROKER_TO_TOPIC_CONFIG.items() if t == topic_name]
+    if not names:
+        return []
+    precise = next((n for n in names if len(synonym_names(n)) > 1), names[0])
+    return broker_synonyms(precise, config, dynamic)
 
 
 def _entry(name: str, value: str | None, source: int, syns: list[Synonym], key: Any, include_synonyms: bool,
@@ -126,9 +137,13 @@ def describe_broker(apis: Any, resource_name: str, keys: list[str] | None, inclu
         if keys is not None and name not in keys:
             continue
         syns = broker_synonyms(name, config, dynamic, per_broker)
-        value, source = (syns[0][1], syns[0][2]) if syns else (None, DEFAULT_CONFIG)
-        if source == DEFAULT_CONFIG and name in config_keys:
-            value = to_string(config.get(name))  # derived defaults (log.retention.ms from .hours)
+        source = syns[0][2] if syns else DEFAULT_CONFIG
+        if not per_broker:
+            value: str | None = dynamic.default_configs.get(name)
+        elif name in config_keys:
+            value = to_string(config.get(name))  # the effective value, dynamic layers included
+        else:
+            value = str(dynamic.quota_rate(name))
         out.append(_entry(name, value, source, syns, config_keys.get(name), include_synonyms, docs))
     return out
 

@@ -29,7 +29,7 @@ from kafkapy.server.apis.broker_configs import (
     apply_ops,
     describe_broker,
     incremental_alter_broker,
-    topic_broker_synonyms,
+    topic_synonyms,
 )
 from kafkapy.server.apis.broker_configs import to_string as _to_string
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
@@ -53,13 +53,12 @@ def describe_topic(
         raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist.")
     overrides = apis.zk.get_entity_configs("topics", topic) or {}
     broker_defaults = LogConfig.from_props(apis.config.log_config_props()).to_props()
-    broker_level = topic_broker_synonyms(apis.config, _dynamic(apis))
     out = []
     for name, key in TOPIC_CONFIG_DEF.keys.items():
         if keys is not None and name not in keys:
             continue
         syns = []
-        inherited = broker_level.get(name, [])
+        inherited = topic_synonyms(name, apis.config, _dynamic(apis))
         if name in overrides:
             value, source = overrides[name], DYNAMIC_TOPIC_CONFIG
             syns.append({"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
@@ -68,7 +67,6 @@ def describe_topic(
         else:
             value, source = _to_string(broker_defaults[name]), DEFAULT_CONFIG
         syns += [{"name": n, "value": v, "source": src} for n, v, src in inherited]
-        syns.append({"name": name, "value": _to_string(key.default), "source": DEFAULT_CONFIG})
         out.append(
             {
                 "name": name,
