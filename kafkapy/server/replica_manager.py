@@ -376,6 +376,11 @@ class ReplicaManager:
                 res.error_code = error_code(e)
         return results
 
+    def _throttled_now(self, tp: TopicPartition, partition: Partition, replica_id: int) -> bool:
+        quota = self.leader_quota
+        return (replica_id >= 0 and quota is not None and quota.any_throttled and quota.is_throttled(tp)
+                and replica_id not in partition.isr and quota.is_quota_exceeded())
+
     @staticmethod
     def _leader_throttle(quota: ReplicationQuotaManager, partition: Partition, replica_id: int, res: FetchResult) -> bool:
         """Kafka's shouldLeaderThrottle: a throttled replica outside the ISR gets nothing while the
@@ -395,8 +400,8 @@ class ReplicaManager:
             return -1
         the_log = partition.log
         end = the_log.log_end_offset if replica_id >= 0 else the_log.high_watermark
-        if offset == end:
-            return 0
+        if offset == end or self._throttled_now(tp, partition, replica_id):
+            return 0  # a throttled follower waits out its long poll rather than spinning
         if offset > end or offset < the_log.log_start_offset:
             return -1
         try:
