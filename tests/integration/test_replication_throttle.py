@@ -122,3 +122,32 @@ def test_a_throttled_catch_up_holds_the_limit_and_verify_clears_it(
                      "Clearing broker-level throttles on brokers 0,1", "Clearing topic-level throttles on topic big"]
     assert znode(zk, "/config/topics/big") == {}
     assert znode(zk, "/config/brokers/0") == {} and znode(zk, "/config/brokers/1") == {}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.kafkapy_cluster(brokers=2, overrides=OVERRIDES)
+def test_throttles_through_zookeeper_are_set_and_cleared(
+    kafkapy_cluster: KafkapyCluster, zk: KazooClient, tmp_path: Path
+) -> None:
+    boot, zkc = kafkapy_cluster.bootstrap_servers, kafkapy_cluster.zookeeper_connect
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic("small", num_partitions=2, replica_assignment=[[0], [1]])])["small"].result(WAIT_S)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "small", "partition": 0, "replicas": [0, 1]}, {"topic": "small", "partition": 1, "replicas": [0]}]}))
+    out = reassign("--zookeeper", zkc, "--execute", "--reassignment-json-file", str(plan), "--throttle", "5000000")
+    assert out[-3:] == [
+        "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
+        "is removed.",
+        "The inter-broker throttle limit was set to 5000000 B/s",
+        "Successfully started partition reassignments for small-0,small-1",
+    ]
+    assert znode(zk, "/config/topics/small") == {
+        "leader.replication.throttled.replicas": "0:0,1:1", "follower.replication.throttled.replicas": "0:1,1:0"}
+    lines = wait_until(lambda: (o := reassign("--zookeeper", zkc, "--verify", "--reassignment-json-file", str(plan)))
+                       and "Clearing topic-level throttles on topic small" in o and o, "the reassignment")
+    assert lines[-4:] == ["Reassignment of partition small-0 is complete.",
+                          "Reassignment of partition small-1 is complete.",
+                          "Clearing broker-level throttles on brokers 0,1", "Clearing topic-level throttles on topic small"]
+    assert znode(zk, "/config/topics/small") == {}
+    assert znode(zk, "/config/brokers/0") == {} and znode(zk, "/config/brokers/1") == {}
