@@ -141,6 +141,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._stopping = threading.Event()
         self._rotation = 0
+        self._throttled = False  # the last request left partitions out for the quota
 
     def __repr__(self) -> str:
         return f"[{self.name} broker={self.broker_id} leader={self.leader.id}]"
@@ -239,6 +240,8 @@ class ReplicaFetcherThread(threading.Thread):
     def _idle_wait(self) -> float:
         now = time.monotonic()
         delays = [s.delayed_until - now for s in self._partitions.values() if s.delayed_until > now]
+        if self._throttled:  # Kafka backs off replica.fetch.backoff.ms when the quota empties a fetch
+            delays.append(self.config.backoff_ms / 1000)
         return max(min(delays), 0.001) if delays else 1.0
 
     # -- truncation (KIP-101, KIP-279) ------------------------------------------------------------
@@ -334,9 +337,11 @@ class ReplicaFetcherThread(threading.Thread):
         now = time.monotonic()
         ready = [(tp, s) for tp, s in self._partitions.items() if s.ready(now)]
         quota = self.quota
-        if quota is not None and quota.any_throttled and quota.is_quota_exceeded():
+        self._throttled = False
+        if quota is not None and quota.any_throttled and ready and quota.is_quota_exceeded():
             # Kafka's shouldFollowerThrottle: lagging throttled partitions sit this fetch out.
-            ready = [(tp, s) for tp, s in ready if s.lag == 0 or not quota.is_throttled(tp)]
+            kept = [(tp, s) for tp, s in ready if s.lag == 0 or not quota.is_throttled(tp)]
+            self._throttled, ready = len(kept) < len(ready), kept
         if not ready:
             return None, {}
         # Rotate the order so that every partition gets to be first (the one allowed to exceed
