@@ -79,6 +79,13 @@ class KafkaConfig:
         """Every key given, known or not, as given."""
         return dict(self._originals)
 
+    def apply_dynamic(self, dynamic: Mapping[str, Any]) -> None:
+        """Dynamic broker configs over server.properties (DynamicBrokerConfig has validated them).
+
+        The values dict is swapped whole, so a reader on another thread sees the old or the new
+        config, never a mix; `originals` stays what server.properties said."""
+        self._values = BROKER_CONFIG.parse({**self._originals, **dynamic})
+
     @property
     def unknown_keys(self) -> list[str]:
         """Given keys this config does not define; Kafka logs each as `supplied but isn't a known config`."""

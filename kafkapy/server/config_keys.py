@@ -156,6 +156,8 @@ BROKER_CONFIG = (
     .define("replica.fetch.wait.max.ms", INT, 500, None, MEDIUM, "Max wait of a follower fetch")
     .define("replica.fetch.min.bytes", INT, 1, None, MEDIUM, "Min bytes of a follower fetch response")
     .define("replica.fetch.backoff.ms", INT, 1000, at_least(0), MEDIUM, "Follower sleep after a fetch error")
+    .define("replication.quota.window.num", INT, 11, at_least(1), LOW, "Samples kept for replication quotas")
+    .define("replication.quota.window.size.seconds", INT, 1, at_least(1), LOW, "Time span of each replication quota sample")
     .define("replica.fetch.response.max.bytes", INT, 10485760, at_least(0), MEDIUM, "Bytes of a whole follower fetch response")
     .define("num.replica.fetchers", INT, 1, None, HIGH, "Fetcher threads per source broker")
     .define("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, None, HIGH, "High watermark checkpoint interval")

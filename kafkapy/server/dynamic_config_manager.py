@@ -1,4 +1,4 @@
-"""DynamicConfigManager: applies topic config changes announced under /config/changes.
+"""DynamicConfigManager: applies topic and broker config changes announced under /config/changes.
 
 Tools and AlterConfigs write /config/topics/<t> and then a sequential
 /config/changes/config_change_N naming it; every broker watches the change list (never the
@@ -23,9 +23,16 @@ PREFIX = "config_change_"
 
 
 class DynamicConfigManager:
-    def __init__(self, zk: Any, apply_topic_config: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        apply_topic_config: Callable[[str], None],
+        apply_broker_config: Callable[[str], None] | None = None,
+    ) -> None:
         self.zk = zk
         self.apply_topic_config = apply_topic_config  # blocking: re-reads the topic's config
+        # blocking: re-reads /config/brokers/<id or <default>> (Kafka's BrokerConfigHandler)
+        self.apply_broker_config = apply_broker_config
         self._last_seen = -1
         self._lock = threading.Lock()
 
@@ -63,6 +70,12 @@ class DynamicConfigManager:
                         self.apply_topic_config(name)
                     except Exception:
                         log.exception("Failed to apply config change for topic %s", name)
+                elif entity_type == "brokers" and self.apply_broker_config is not None:
+                    log.info("Processing override for entityPath: %s", entity_path)
+                    try:
+                        self.apply_broker_config(name)
+                    except Exception:
+                        log.exception("Failed to apply config change for broker %s", name)
 
 
 class _ChangesHandler(ZNodeChildChangeHandler):

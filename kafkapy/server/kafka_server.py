@@ -16,6 +16,7 @@ from enum import IntEnum
 from typing import Any
 
 from kafkapy.server.broker_registration import BrokerRegistration
+from kafkapy.server.dynamic_broker_config import LOG_CONFIGS, DynamicBrokerConfig
 from kafkapy.server.dynamic_config_manager import DynamicConfigManager
 from kafkapy.server.log_tasks import LogTasks
 from kafkapy.server.meta_properties import check_and_write_meta_properties
@@ -23,6 +24,7 @@ from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
 from kafkapy.server.replica_manager import ReplicaManager
+from kafkapy.server.replication_quota import ReplicationQuotas
 from kafkapy.server.zk_connection import ZooKeeperConnection
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
@@ -116,6 +118,9 @@ class KafkaServer:
             None, check_and_write_meta_properties, self.config.log_dirs, self.broker_id, self.cluster_id
         )
 
+        # Dynamic broker configs count before anything reads the config (Kafka's order).
+        self.dynamic_broker_config = DynamicBrokerConfig(self.config, self.broker_id)
+        await loop.run_in_executor(None, self.dynamic_broker_config.initialize, zk)
         default_log_config = LogConfig.from_props(self.config.log_config_props())
         topic_configs = await loop.run_in_executor(None, self._all_topic_configs, default_log_config)
         # The fsync of a rolled-out segment runs on the io threads, never on the event loop.
@@ -131,9 +136,14 @@ class KafkaServer:
 
         self.metadata_cache = MetadataCache(self.broker_id)
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
+        self.quotas = ReplicationQuotas.create(self.config, self.dynamic_broker_config)
         self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client
+            self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client,
+            leader_quota=self.quotas.leader,
         )
+        self.replica_manager.fetcher_manager.quota = self.quotas.follower
+        await loop.run_in_executor(None, self._load_topic_throttles)
+        self.dynamic_broker_config.add_listener(self._on_broker_reconfigured)
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
@@ -164,7 +174,9 @@ class KafkaServer:
         self.log_tasks.start()
         self.replica_manager.startup()  # isr-expiration and isr-change-propagation
 
-        self.dynamic_config_manager = DynamicConfigManager(zk, self._apply_topic_config)
+        self.dynamic_config_manager = DynamicConfigManager(
+            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name)
+        )
         await loop.run_in_executor(None, self.dynamic_config_manager.startup)
 
         self.registration = BrokerRegistration(self.config, zk, self.broker_id, self.socket_server.bound)
@@ -220,8 +232,28 @@ class KafkaServer:
 
     def _apply_topic_config(self, topic: str) -> None:
         """A topic's config changed in ZooKeeper: give its logs the new LogConfig (kazoo thread)."""
+        overrides = self.zk.client.get_entity_configs("topics", topic) or {}
+        self.quotas.update_topic(topic, overrides, self.broker_id)
         config = self._log_config_for(topic)
         self.log_manager.update_config(topic, config)
+
+    def _load_topic_throttles(self) -> None:
+        """The throttled replicas of every topic, at start-up (blocking)."""
+        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+
+        for topic, overrides in AdminZkClient(self.zk.client).fetch_all_topic_configs().items():
+            self.quotas.update_topic(topic, overrides, self.broker_id)
+
+    def _on_broker_reconfigured(self, changed: frozenset[str]) -> None:
+        """Dynamic broker configs changed (kazoo thread): throttle rates, then the topic defaults
+        of every log (a topic's own overrides still win)."""
+        from kafkapy.server.log.log_config import LogConfig
+
+        self.quotas.update_rates(self.dynamic_broker_config)
+        if changed & LOG_CONFIGS:
+            self.log_manager.default_config = LogConfig.from_props(self.config.log_config_props())
+            for topic in sorted({tp.topic for tp in self.log_manager.logs_by_topic_partition()}):
+                self.log_manager.update_config(topic, self._log_config_for(topic))
 
     def _on_new_zk_session(self) -> None:
         """Runs on the session-handler thread after the session expired and a new one was

@@ -22,6 +22,7 @@ from kafkapy.server.replica_fetcher_thread import (
     PartitionFetchState,
     ReplicaFetcherThread,
 )
+from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherManager")
 
@@ -50,8 +51,10 @@ class ReplicaFetcherManager:
         config: FetcherConfig,
         num_fetchers: int = 1,
         thread_factory: Callable[..., Any] = ReplicaFetcherThread,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.quota = quota  # the follower-side replication throttle, shared by every thread
         self.config = config
         self.num_fetchers = max(num_fetchers, 1)
         self._thread_factory = thread_factory
@@ -73,7 +76,8 @@ class ReplicaFetcherManager:
                     thread = None
                     states = {**{tp: _restart(s, leader) for tp, s in carried.items()}, **states}
                 if thread is None or not thread.is_alive():
-                    thread = self._thread_factory(self.broker_id, key[1], leader, self.config)
+                    extra = {"quota": self.quota} if self.quota is not None else {}
+                    thread = self._thread_factory(self.broker_id, key[1], leader, self.config, **extra)
                     self._fetchers[key] = thread
                     thread.start()
                 thread.add_partitions(states)

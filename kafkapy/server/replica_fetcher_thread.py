@@ -47,6 +47,7 @@ from kafkapy.server.follower_rules import (
     out_of_range_action,
 )
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
 
@@ -102,6 +103,7 @@ class PartitionFetchState:
     fetch_offset: int = -1
     truncating: bool = True
     delayed_until: float = 0.0  # time.monotonic()
+    lag: int | None = None  # leader's high watermark - fetch offset, after the last fetch
 
     def ready(self, now: float) -> bool:
         return not self.truncating and self.delayed_until <= now
@@ -121,8 +123,10 @@ class ReplicaFetcherThread(threading.Thread):
         leader: BrokerEndPoint,
         config: FetcherConfig,
         connect: Callable[..., Any] = BrokerConnection,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         name = f"ReplicaFetcherThread-{fetcher_id}-{leader.id}"
+        self.quota = quota  # follower-side replication throttle (Kafka's quotas.follower)
         super().__init__(name=name, daemon=True)
         self.broker_id = broker_id
         self.fetcher_id = fetcher_id
@@ -137,6 +141,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._stopping = threading.Event()
         self._rotation = 0
+        self._throttled = False  # the last request left partitions out for the quota
 
     def __repr__(self) -> str:
         return f"[{self.name} broker={self.broker_id} leader={self.leader.id}]"
@@ -235,6 +240,8 @@ class ReplicaFetcherThread(threading.Thread):
     def _idle_wait(self) -> float:
         now = time.monotonic()
         delays = [s.delayed_until - now for s in self._partitions.values() if s.delayed_until > now]
+        if self._throttled:  # Kafka backs off replica.fetch.backoff.ms when the quota empties a fetch
+            delays.append(self.config.backoff_ms / 1000)
         return max(min(delays), 0.001) if delays else 1.0
 
     # -- truncation (KIP-101, KIP-279) ------------------------------------------------------------
@@ -329,6 +336,12 @@ class ReplicaFetcherThread(threading.Thread):
     def _build_request(self) -> tuple[dict[str, Any] | None, dict[TopicPartition, int]]:
         now = time.monotonic()
         ready = [(tp, s) for tp, s in self._partitions.items() if s.ready(now)]
+        quota = self.quota
+        self._throttled = False
+        if quota is not None and quota.any_throttled and ready and quota.is_quota_exceeded():
+            # Kafka's shouldFollowerThrottle: lagging throttled partitions sit this fetch out.
+            kept = [(tp, s) for tp, s in ready if s.lag == 0 or not quota.is_throttled(tp)]
+            self._throttled, ready = len(kept) < len(ready), kept
         if not ready:
             return None, {}
         # Rotate the order so that every partition gets to be first (the one allowed to exceed
@@ -410,6 +423,10 @@ class ReplicaFetcherThread(threading.Thread):
         if records is not None:
             the_log.append_as_follower(records)
             state.fetch_offset = the_log.log_end_offset
+            if self.quota is not None and self.quota.is_throttled(tp):
+                self.quota.record(len(records))
+        if pd.high_watermark >= 0:
+            state.lag = max(0, pd.high_watermark - state.fetch_offset)
         if pd.high_watermark >= 0:
             the_log.high_watermark = follower_high_watermark(pd.high_watermark, the_log.log_end_offset)
         if pd.log_start_offset > the_log.log_start_offset:

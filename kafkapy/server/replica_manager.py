@@ -36,6 +36,7 @@ from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafkapy.server.replica_fetcher_thread import BrokerEndPoint, FetcherConfig, InitialFetchState
+from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
@@ -82,8 +83,11 @@ class ReplicaManager:
         log_config_for: Callable[[str], Any],
         config: Any = None,
         zk: Callable[[], Any] | None = None,
+        leader_quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # Leader-side replication throttle (Kafka's quotas.leader); None: never throttle.
+        self.leader_quota = leader_quota
         self.log_manager = log_manager
         self.log_config_for = log_config_for  # topic -> LogConfig (blocking: reads ZooKeeper)
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -374,6 +378,10 @@ class ReplicaManager:
         results: dict[TopicPartition, FetchResult] = {}
         remaining = fetch_max_bytes
         min_one = True
+        # One check per fetch: with no throttled partition the loop below never looks at quotas.
+        quota = self.leader_quota if replica_id >= 0 and self.leader_quota is not None else None
+        if quota is not None and not quota.any_throttled:
+            quota = None
         for tp, offset, part_max, current_leader_epoch in partitions:
             res = FetchResult()
             results[tp] = res
@@ -392,6 +400,8 @@ class ReplicaManager:
                     self._update_follower(partition, replica_id, offset)
                 res.records = list(info.records)
                 res.size = sum(r.length for r in res.records)
+                if quota is not None and quota.is_throttled(tp) and self._leader_throttle(quota, partition, replica_id, res):
+                    continue
                 if res.size:
                     min_one = False
                     remaining -= res.size
@@ -401,6 +411,21 @@ class ReplicaManager:
                 log.error("Error reading %s at offset %d", tp, offset, exc_info=e)
                 res.error_code = error_code(e)
         return results
+
+    def _throttled_now(self, tp: TopicPartition, partition: Partition, replica_id: int) -> bool:
+        quota = self.leader_quota
+        return (replica_id >= 0 and quota is not None and quota.any_throttled and quota.is_throttled(tp)
+                and replica_id not in partition.isr and quota.is_quota_exceeded())
+
+    @staticmethod
+    def _leader_throttle(quota: ReplicationQuotaManager, partition: Partition, replica_id: int, res: FetchResult) -> bool:
+        """Kafka's shouldLeaderThrottle: a throttled replica outside the ISR gets nothing while the
+        leader's quota is exceeded; what it does get counts against the quota."""
+        if replica_id not in partition.isr and quota.is_quota_exceeded():
+            res.records, res.size = [], 0
+            return True
+        quota.record(res.size)
+        return False
 
     def fetchable_bytes(
         self, tp: TopicPartition, offset: int, replica_id: int, limit: int, current_leader_epoch: int
@@ -416,8 +441,8 @@ class ReplicaManager:
             return -1
         the_log = partition.log
         end = the_log.log_end_offset if replica_id >= 0 else the_log.high_watermark
-        if offset == end:
-            return 0
+        if offset == end or self._throttled_now(tp, partition, replica_id):
+            return 0  # a throttled follower waits out its long poll rather than spinning
         if offset > end or offset < the_log.log_start_offset:
             return -1
         try:

@@ -12,8 +12,9 @@ Through --bootstrap-server the tool uses AlterPartitionReassignments / ListParti
 (KIP-455); through the deprecated --zookeeper it writes /admin/reassign_partitions. Either way
 the controller moves the replicas. Output lines are Kafka's; a failure prints Kafka's message on
 stderr ("Error: ..." where Kafka prints that) and exits 1, having changed nothing.
-Not yet in kafkapy: replication throttles (--throttle prints a warning and is ignored) and
-replica moves between log directories (log_dirs other than "any" are refused).
+--execute --throttle N sets Kafka's replication throttles on the moving replicas and the brokers
+involved; --verify clears them once the reassignment is complete (unless --preserve-throttles).
+Not yet in kafkapy: replica moves between log directories (log_dirs other than "any" are refused).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def run_admin(action: str, opts: dict[str, Any], admin: AdminClient) -> None:
         admin_actions.execute(admin, _read(str(opts["reassignment_json_file"])), bool(opts["additional"]),
                               int(opts["throttle"]), out)
     elif action == "verify":
-        admin_actions.verify(admin, _read(str(opts["reassignment_json_file"])), out)
+        admin_actions.verify(admin, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"]))
     elif action == "cancel":
         admin_actions.cancel(admin, _read(str(opts["reassignment_json_file"])), out)
     else:
@@ -113,7 +114,7 @@ def run_zk(action: str, opts: dict[str, Any], zk: KafkaZkClient) -> None:
     elif action == "execute":
         zk_actions.execute(zk, _read(str(opts["reassignment_json_file"])), int(opts["throttle"]), out)
     else:
-        zk_actions.verify(zk, _read(str(opts["reassignment_json_file"])), out)
+        zk_actions.verify(zk, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"]))
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
@@ -140,7 +141,7 @@ def run_zk(action: str, opts: dict[str, Any], zk: KafkaZkClient) -> None:
 @click.option("--disable-rack-aware", is_flag=True, help="Disable rack aware replica assignment")
 @click.option("--throttle", type=int, default=None, metavar="throttle",
               help="The movement of partitions between brokers will be throttled to this value (bytes/sec). "
-              "Not yet supported by kafkapy: ignored with a warning.")
+              "Run --verify until the reassignment completes, to remove the throttle.")
 @click.option("--replica-alter-log-dirs-throttle", type=int, default=None, metavar="replicaAlterLogDirsThrottle",
               help="Not yet supported by kafkapy.")
 @click.option("--timeout", type=int, default=None, metavar="timeout",

@@ -162,7 +162,10 @@ def test_move_every_partition_off_a_broker_under_acks_all_load(
         def verified() -> bool:
             out = run_tool("--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", str(path))
             assert out.returncode == 0, out.stdout + out.stderr
-            return out.stdout.splitlines() == ["Status of partition reassignment:", *verify_lines]
+            # Kafka clears replication throttles whenever --verify finds the move complete.
+            return out.stdout.splitlines() == ["Status of partition reassignment:", *verify_lines,
+                                               "Clearing broker-level throttles on brokers 0,1,2",
+                                               f"Clearing topic-level throttles on topic {topic}"]
 
         wait_until(verified, "--verify to report completion")
         before_stop = len(producer.acked)
@@ -213,7 +216,9 @@ def test_raise_the_replication_factor_through_zookeeper(
 
     def verified() -> bool:
         out = run_tool(*zk_args, "--verify", "--reassignment-json-file", str(path))
-        return out.stdout.splitlines()[-1] == f"Reassignment of partition {topic}-0 is complete."
+        return out.stdout.splitlines()[-3:] == [f"Reassignment of partition {topic}-0 is complete.",
+                                                "Clearing broker-level throttles on brokers 0,1,2",
+                                                f"Clearing topic-level throttles on topic {topic}"]
 
     wait_until(verified, "--verify to report completion")
     assert topic_znode(zk, topic)["partitions"] == {"0": [1, 2, 0]}

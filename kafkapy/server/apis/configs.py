@@ -1,9 +1,11 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics (and broker descriptions).
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics and brokers.
 
 Topic overrides live in /config/topics/<topic>; a change is written there with a
 /config/changes notification, and every broker's DynamicConfigManager applies it to its logs.
 Each described value carries its source as Kafka reports it: a topic override
-(DYNAMIC_TOPIC_CONFIG), a server.properties setting (STATIC_BROKER_CONFIG) or the default.
+(DYNAMIC_TOPIC_CONFIG), a dynamic broker config (per broker or cluster default), a
+server.properties setting (STATIC_BROKER_CONFIG) or the default. BROKER resources (dynamic
+broker configs) are handled in broker_configs.py.
 """
 
 from __future__ import annotations
@@ -19,46 +21,27 @@ from kafkapy.protocol.errors import (
     KafkaError,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.server.apis.broker_configs import (
+    CONFIG_TYPES,
+    DEFAULT_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    alter_broker,
+    apply_ops,
+    describe_broker,
+    incremental_alter_broker,
+    topic_synonyms,
+)
+from kafkapy.server.apis.broker_configs import to_string as _to_string
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.dynamic_broker_config import DynamicBrokerConfig
 from kafkapy.server.network.request_channel import Request
 
 TOPIC, BROKER = 2, 4
-# DescribeConfigs config sources.
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-_CONFIG_TYPES = {
-    "boolean": 1,
-    "string": 2,
-    "int": 3,
-    "short": 4,
-    "long": 5,
-    "double": 6,
-    "list": 7,
-    "class": 8,
-    "password": 9,
-}
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def _to_string(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
-
-def _broker_synonyms(apis: KafkaApis) -> dict[str, list[tuple[str, str]]]:
-    """topic config name -> [(server.properties name, value)] set explicitly on this broker."""
-    from kafkapy.server.log.log_config import BROKER_TO_TOPIC_CONFIG
-
-    originals = apis.config.originals
-    out: dict[str, list[tuple[str, str]]] = {}
-    for broker_name, (topic_name, _) in BROKER_TO_TOPIC_CONFIG.items():
-        if broker_name in originals:
-            out.setdefault(topic_name, []).append((broker_name, str(originals[broker_name])))
-    return out
+def _dynamic(apis: KafkaApis) -> DynamicBrokerConfig:
+    dynamic: DynamicBrokerConfig = apis.server.dynamic_broker_config
+    return dynamic
 
 
 def describe_topic(
@@ -70,21 +53,20 @@ def describe_topic(
         raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist.")
     overrides = apis.zk.get_entity_configs("topics", topic) or {}
     broker_defaults = LogConfig.from_props(apis.config.log_config_props()).to_props()
-    static = _broker_synonyms(apis)
     out = []
     for name, key in TOPIC_CONFIG_DEF.keys.items():
         if keys is not None and name not in keys:
             continue
         syns = []
+        inherited = topic_synonyms(name, apis.config, _dynamic(apis))
         if name in overrides:
             value, source = overrides[name], DYNAMIC_TOPIC_CONFIG
             syns.append({"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
-        elif name in static:
-            value, source = _to_string(broker_defaults[name]), STATIC_BROKER_CONFIG
+        elif inherited:
+            value, source = _to_string(broker_defaults[name]), inherited[0][2]
         else:
             value, source = _to_string(broker_defaults[name]), DEFAULT_CONFIG
-        syns += [{"name": n, "value": v, "source": STATIC_BROKER_CONFIG} for n, v in static.get(name, [])]
-        syns.append({"name": name, "value": _to_string(key.default), "source": DEFAULT_CONFIG})
+        syns += [{"name": n, "value": v, "source": src} for n, v, src in inherited]
         out.append(
             {
                 "name": name,
@@ -94,32 +76,7 @@ def describe_topic(
                 "config_source": source,
                 "is_sensitive": False,
                 "synonyms": syns if synonyms else [],
-                "config_type": _CONFIG_TYPES.get(key.type.value, 0),
-                "documentation": key.doc if docs else None,
-            }
-        )
-    return out
-
-
-def describe_broker(apis: KafkaApis, keys: list[str] | None, docs: bool) -> list[dict[str, Any]]:
-    config = apis.config
-    originals = config.originals
-    out = []
-    for name, key in config.config_keys().items():
-        if keys is not None and name not in keys:
-            continue
-        sensitive = key.type.value == "password"
-        source = STATIC_BROKER_CONFIG if name in originals else DEFAULT_CONFIG
-        out.append(
-            {
-                "name": name,
-                "value": None if sensitive else _to_string(config.get(name)),
-                "read_only": True,
-                "is_default": source == DEFAULT_CONFIG,
-                "config_source": source,
-                "is_sensitive": sensitive,
-                "synonyms": [],
-                "config_type": _CONFIG_TYPES.get(key.type.value, 0),
+                "config_type": CONFIG_TYPES.get(key.type.value, 0),
                 "documentation": key.doc if docs else None,
             }
         )
@@ -152,11 +109,10 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
                     version >= 3 and body.include_documentation,
                 )
             elif r.resource_type == BROKER:
-                if r.resource_name not in ("", str(apis.broker_id)):
-                    raise InvalidRequestException(
-                        f"Unexpected broker id, expected {apis.broker_id} or empty string"
-                    )
-                result["configs"] = describe_broker(apis, keys, version >= 3 and body.include_documentation)
+                result["configs"] = describe_broker(
+                    apis, r.resource_name, keys, version >= 1 and body.include_synonyms,
+                    version >= 3 and body.include_documentation,
+                )  # fmt: skip
             else:
                 raise InvalidRequestException(f"Unsupported resource type {r.resource_type}")
         except KafkaError as e:
@@ -185,7 +141,7 @@ def _alter_topic(apis: KafkaApis, topic: str, new_configs: dict[str, str], valid
 
 
 async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) -> dict[str, Any]:
-    """Run `alter(resource)` off the loop for each topic resource; errors per resource, as Kafka."""
+    """Run `alter(resource)` off the loop for each topic or broker resource; errors per resource."""
     loop = asyncio.get_running_loop()
     responses = []
     for r in body.resources:
@@ -196,10 +152,8 @@ async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) 
             "resource_name": r.resource_name,
         }
         try:
-            if r.resource_type != TOPIC:
-                raise InvalidRequestException(
-                    "Only topic configs can be altered (dynamic broker configs are not supported)"
-                )
+            if r.resource_type not in (TOPIC, BROKER):
+                raise InvalidRequestException(f"Unsupported resource type {r.resource_type}")
             await loop.run_in_executor(None, alter, r)
         except KafkaError as e:
             response["error_code"], response["error_message"] = e.code, e.message
@@ -211,42 +165,29 @@ async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) 
 async def handle_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     def alter(r: Any) -> None:
         configs = {c.name: c.value for c in r.configs if c.value is not None}
-        _alter_topic(apis, r.resource_name, configs, body.validate_only)
+        if r.resource_type == BROKER:
+            alter_broker(apis, r.resource_name, configs, body.validate_only)
+        else:
+            _alter_topic(apis, r.resource_name, configs, body.validate_only)
 
     return await _alter_each(apis, body, alter)
 
 
-def _incremental(apis: KafkaApis, topic: str, ops: list[Any], validate_only: bool) -> None:
+def _incremental(apis: KafkaApis, r: Any, validate_only: bool) -> None:
     from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF
 
-    current = dict(apis.zk.get_entity_configs("topics", topic) or {})
+    if r.resource_type == BROKER:
+        incremental_alter_broker(apis, r.resource_name, list(r.configs), validate_only)
+        return
     defs = TOPIC_CONFIG_DEF.keys
-    for op in ops:
-        if op.config_operation == SET:
-            current[op.name] = op.value
-        elif op.config_operation == DELETE:
-            current.pop(op.name, None)
-        elif op.config_operation in (APPEND, SUBTRACT):
-            key = defs.get(op.name)
-            if key is None or key.type.value != "list":
-                raise InvalidConfigurationException(
-                    f"Config value append is not allowed for config key: {op.name}"
-                )
-            items = [v for v in (current.get(op.name) or _to_string(key.default) or "").split(",") if v]
-            new = [v for v in (op.value or "").split(",") if v]
-            items = (
-                items + [v for v in new if v not in items]
-                if op.config_operation == APPEND
-                else [v for v in items if v not in new]
-            )
-            current[op.name] = ",".join(items)
-        else:
-            raise InvalidRequestException(f"Unknown config operation {op.config_operation}")
-    _alter_topic(apis, topic, current, validate_only)
+    current = apply_ops(
+        dict(apis.zk.get_entity_configs("topics", r.resource_name) or {}), list(r.configs),
+        lambda n: _to_string(defs[n].default) if n in defs else None,
+        lambda n: n in defs and defs[n].type.value == "list",
+    )  # fmt: skip
+    _alter_topic(apis, r.resource_name, current, validate_only)
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def handle_incremental_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    return await _alter_each(
-        apis, body, lambda r: _incremental(apis, r.resource_name, list(r.configs), body.validate_only)
-    )
+    return await _alter_each(apis, body, lambda r: _incremental(apis, r, body.validate_only))

@@ -26,6 +26,19 @@ from kafkapy.server.config_def import (
 __all__ = ["BROKER_TO_TOPIC_CONFIG", "TOPIC_CONFIG_DEF", "ConfigException", "LogConfig"]
 
 _T = ConfigType
+
+
+def _throttled_replicas(name: str, value: Any) -> None:
+    """Kafka's ThrottledReplicaListValidator: '*' or [partitionId]:[brokerId] pairs."""
+    from kafkapy.server.replication_quota import validate_throttled_replicas
+
+    text = ",".join(value) if isinstance(value, list | tuple) else str(value)
+    try:
+        validate_throttled_replicas(name, text)
+    except ValueError as e:
+        raise ConfigException(str(e)) from None
+
+
 TOPIC_CONFIG_DEF = (
     ConfigDef()
     .define("segment.bytes", _T.INT, 1073741824, at_least(14), doc="The size of a log segment file.")
@@ -57,8 +70,10 @@ TOPIC_CONFIG_DEF = (
     .define("min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, between(0, 1), doc="Dirty ratio that triggers compaction.")
     .define("message.format.version", _T.STRING, "2.8-IV1", doc="Message format version (v2 is always written).")
     .define("message.downconversion.enable", _T.BOOLEAN, True, doc="Down-convert for old consumers (not applied).")
-    .define("leader.replication.throttled.replicas", _T.LIST, "", doc="Replicas throttled on the leader side.")
-    .define("follower.replication.throttled.replicas", _T.LIST, "", doc="Replicas throttled on the follower side.")
+    .define("leader.replication.throttled.replicas", _T.LIST, "", _throttled_replicas,
+            doc="Replicas throttled on the leader side.")
+    .define("follower.replication.throttled.replicas", _T.LIST, "", _throttled_replicas,
+            doc="Replicas throttled on the follower side.")
 )  # fmt: skip
 
 _MINUTE_MS, _HOUR_MS = 60_000, 3_600_000

@@ -55,6 +55,13 @@ def validate_topic_config_names(configs: Mapping[str, str]) -> None:
             raise InvalidConfigurationException(f"Unknown topic config name: {name}")
 
 
+def _sanitized(entity_type: str, entity_name: str) -> str:
+    """Kafka sanitizes user and client names only, and never the "<default>" entity."""
+    if entity_type in (ConfigType.USER, ConfigType.CLIENT) and entity_name != "<default>":
+        return sanitize(entity_name)
+    return entity_name
+
+
 @dataclass(frozen=True, slots=True)
 class CreatedTopic:
     topic: str
@@ -189,13 +196,12 @@ class AdminZkClient:
     def change_entity_config(self, entity_type: str, entity_name: str, configs: Mapping[str, str]) -> None:
         """Write /config/<type>/<name>, then /config/changes/config_change_N naming it: brokers
         watch the changes, never the configs themselves."""
-        name = entity_name if entity_type == ConfigType.TOPIC else sanitize(entity_name)
+        name = _sanitized(entity_type, entity_name)
         self.zk.set_or_create_entity_configs(entity_type, name, configs)
         self.zk.create_config_change_notification(f"{entity_type}/{name}")
 
     def fetch_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
-        name = entity_name if entity_type == ConfigType.TOPIC else sanitize(entity_name)
-        return self.zk.get_entity_configs(entity_type, name)
+        return self.zk.get_entity_configs(entity_type, _sanitized(entity_type, entity_name))
 
     def fetch_all_topic_configs(self) -> dict[str, dict[str, str]]:
         return {t: self.zk.get_entity_configs(ConfigType.TOPIC, t) for t in sorted(self.zk.get_all_topics_in_cluster())}

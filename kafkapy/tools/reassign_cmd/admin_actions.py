@@ -4,14 +4,16 @@ ListPartitionReassignments for what is in flight."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kafkapy.client.admin import AdminClient
+from kafkapy.client.configs import BROKER, TOPIC, incremental_alter_configs
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
 from kafkapy.protocol.errors import UnknownTopicOrPartitionException
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     CANNOT_EXECUTE_BECAUSE_OF_EXISTING,
+    YOU_MUST_RUN_VERIFY_PERIODICALLY,
     AdminCommandFailedError,
     Assignment,
     PartitionState,
@@ -28,6 +30,18 @@ from kafkapy.tools.reassign_cmd.reassignment_json import (
     sort_key,
     started_line,
     status_lines,
+)
+from kafkapy.tools.reassign_cmd.throttles import (
+    BROKER_THROTTLES,
+    FOLLOWER_RATE,
+    LEADER_RATE,
+    TOPIC_THROTTLES,
+    PartitionMove,
+    calculate_moves,
+    clearing_lines,
+    reassigning_brokers,
+    throttle_set_line,
+    topic_throttle_configs,
 )
 
 Printer = Callable[[str], None]
@@ -64,7 +78,8 @@ def execute(admin: AdminClient, reassignment_json: str, additional: bool, thrott
         # AlterReplicaLogDirs (34) is not served yet: refuse before anything changes.
         raise AdminCommandFailedError("Moving replicas between log directories (log_dirs other than \"any\") "
                                       "is not yet supported by kafkapy.")
-    if not additional and list_partition_reassignments(admin):
+    ongoing = list_partition_reassignments(admin)
+    if not additional and ongoing:
         raise TerseReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
     live = admin.live_brokers()
     for broker in sorted({r for replicas in proposed.values() for r in replicas}):
@@ -78,7 +93,10 @@ def execute(admin: AdminClient, reassignment_json: str, additional: bool, thrott
     for line in current_assignment_lines(proposed, current):
         out(line)
     if throttle >= 0:
-        out("Warning: replication throttles are not yet supported by kafkapy; --throttle is ignored.")
+        out(YOU_MUST_RUN_VERIFY_PERIODICALLY)
+        originals = {tp: [b for b in r.replicas if b not in r.adding_replicas] for tp, r in ongoing.items()}
+        set_throttles(admin, calculate_moves(proposed, current, originals), throttle)
+        out(throttle_set_line(throttle))
     errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
     if errors:
         raise TerseReassignmentFailure("Error reassigning partition(s):\n" + "\n".join(
@@ -86,7 +104,29 @@ def execute(admin: AdminClient, reassignment_json: str, additional: bool, thrott
     out(started_line(list(proposed)))
 
 
-def verify(admin: AdminClient, reassignment_json: str, out: Printer) -> None:
+def set_throttles(admin: AdminClient, moves: Mapping[TopicPartition, PartitionMove], throttle: int) -> None:
+    """Kafka's modifyTopicThrottles then modifyInterBrokerThrottle, through IncrementalAlterConfigs."""
+    for topic, configs in topic_throttle_configs(moves).items():
+        incremental_alter_configs(admin, TOPIC, topic, configs, [])
+    for broker in reassigning_brokers(moves):
+        incremental_alter_configs(admin, BROKER, str(broker), dict.fromkeys((LEADER_RATE, FOLLOWER_RATE),
+                                                                            str(throttle)), [])
+
+
+def clear_throttles(admin: AdminClient, targets: Mapping[TopicPartition, Sequence[int]], out: Printer) -> None:
+    """Kafka's clearAllThrottles: every live broker and every target replica, every topic named."""
+    brokers = admin.live_brokers() | {b for replicas in targets.values() for b in replicas}
+    topics = {tp.topic for tp in targets}
+    broker_line, topic_line = clearing_lines(brokers, topics)
+    out(broker_line)
+    for broker in sorted(brokers):
+        incremental_alter_configs(admin, BROKER, str(broker), {}, list(BROKER_THROTTLES))
+    out(topic_line)
+    for topic in sorted(topics):
+        incremental_alter_configs(admin, TOPIC, topic, {}, list(TOPIC_THROTTLES))
+
+
+def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False) -> None:
     parts, _log_dirs = parse_reassignment_json(reassignment_json)
     targets = dict(parts)
     ongoing = list_partition_reassignments(admin)
@@ -101,6 +141,8 @@ def verify(admin: AdminClient, reassignment_json: str, out: Printer) -> None:
             states[tp] = PartitionState(tuple(replicas.get(tp, ())), tuple(target), True)
     for line in status_lines(states):
         out(line)
+    if not preserve_throttles and all(state.done for state in states.values()):
+        clear_throttles(admin, targets, out)
 
 
 def cancel(admin: AdminClient, reassignment_json: str, out: Printer) -> None:

@@ -4,14 +4,16 @@ path): --generate reads the assignments and brokers from ZooKeeper, --execute wr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kazoo.exceptions import NodeExistsError
 
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.zk.admin_zk_client import AdminZkClient
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     CANNOT_EXECUTE_BECAUSE_OF_EXISTING,
+    YOU_MUST_RUN_VERIFY_PERIODICALLY,
     AdminCommandFailedError,
     Assignment,
     PartitionState,
@@ -27,6 +29,18 @@ from kafkapy.tools.reassign_cmd.reassignment_json import (
     scala_list,
     started_line,
     status_lines,
+)
+from kafkapy.tools.reassign_cmd.throttles import (
+    BROKER_THROTTLES,
+    FOLLOWER_RATE,
+    LEADER_RATE,
+    TOPIC_THROTTLES,
+    PartitionMove,
+    calculate_moves,
+    clearing_lines,
+    reassigning_brokers,
+    throttle_set_line,
+    topic_throttle_configs,
 )
 
 Printer = Callable[[str], None]
@@ -67,7 +81,9 @@ def execute(zk: KafkaZkClient, reassignment_json: str, throttle: int, out: Print
     for line in current_assignment_lines(proposed, current):
         out(line)
     if throttle >= 0:
-        out("Warning: replication throttles are not yet supported by kafkapy; --throttle is ignored.")
+        out(YOU_MUST_RUN_VERIFY_PERIODICALLY)
+        set_throttles(zk, calculate_moves(proposed, current), throttle)
+        out(throttle_set_line(throttle))
     try:
         zk.create_partition_reassignment(proposed)
     except NodeExistsError:
@@ -75,7 +91,38 @@ def execute(zk: KafkaZkClient, reassignment_json: str, throttle: int, out: Print
     out(started_line(list(proposed)))
 
 
-def verify(zk: KafkaZkClient, reassignment_json: str, out: Printer) -> None:
+def _change(admin: AdminZkClient, entity_type: str, name: str, to_set: Mapping[str, str],
+            to_delete: Iterable[str] = ()) -> None:
+    """Merge into the entity's dynamic configs and notify the brokers (AdminZkClient.changeConfigs)."""
+    configs = admin.fetch_entity_config(entity_type, name)
+    updated = {k: v for k, v in {**configs, **to_set}.items() if k not in set(to_delete)}
+    if updated != configs:
+        admin.change_entity_config(entity_type, name, updated)
+
+
+def set_throttles(zk: KafkaZkClient, moves: Mapping[TopicPartition, PartitionMove], throttle: int) -> None:
+    """Kafka's ZooKeeper-path modifyTopicThrottles and modifyBrokerThrottles."""
+    admin = AdminZkClient(zk)
+    for topic, configs in topic_throttle_configs(moves).items():
+        _change(admin, "topics", topic, configs)
+    for broker in reassigning_brokers(moves):
+        _change(admin, "brokers", str(broker), dict.fromkeys((LEADER_RATE, FOLLOWER_RATE), str(throttle)))
+
+
+def clear_throttles(zk: KafkaZkClient, targets: Mapping[TopicPartition, Sequence[int]], out: Printer) -> None:
+    admin = AdminZkClient(zk)
+    brokers = set(zk.get_sorted_broker_list()) | {b for replicas in targets.values() for b in replicas}
+    topics = {tp.topic for tp in targets}
+    broker_line, topic_line = clearing_lines(brokers, topics)
+    out(broker_line)
+    for broker in sorted(brokers):
+        _change(admin, "brokers", str(broker), {}, BROKER_THROTTLES)
+    out(topic_line)
+    for topic in sorted(topics):
+        _change(admin, "topics", topic, {}, TOPIC_THROTTLES)
+
+
+def verify(zk: KafkaZkClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False) -> None:
     parts, log_dirs = parse_reassignment_json(reassignment_json)
     if log_dirs:
         raise AdminCommandFailedError("bootstrap-server needs to be provided when replica reassignments are present.")
@@ -90,3 +137,5 @@ def verify(zk: KafkaZkClient, reassignment_json: str, out: Printer) -> None:
     }
     for line in status_lines(states):
         out(line)
+    if not preserve_throttles and all(state.done for state in states.values()):
+        clear_throttles(zk, targets, out)
