@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,12 @@ from kafkapy.protocol.record_batch import iter_batches
 # librdkafka's own log lines (disconnects, timeouts) go to pytest's log capture, not stderr.
 CLIENT_LOG = logging.getLogger("faults.librdkafka")
 REQUEST_TIMEOUT_S = 5.0
+# KAFKAPY_FAULT_CLIENT_DEBUG=eos,protocol: the producer's librdkafka debug contexts, into that log.
+CLIENT_DEBUG = (
+    {"debug": os.environ["KAFKAPY_FAULT_CLIENT_DEBUG"]}
+    if os.environ.get("KAFKAPY_FAULT_CLIENT_DEBUG")
+    else {}
+)
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float, interval: float = 0.1) -> Any:
@@ -153,6 +160,7 @@ class SequenceProducer(threading.Thread):
         self.client_errors: list[str] = []
         self.fatal_errors: list[str] = []
         self.produced = 0
+        self.restarts = 0  # new producers after a fatal error
         self.unfinished = 0
         self.crash: BaseException | None = None
         self._stop_event = threading.Event()
@@ -173,6 +181,7 @@ class SequenceProducer(threading.Thread):
             "socket.connection.setup.timeout.ms": int(REQUEST_TIMEOUT_S * 1000),
             "error_cb": self._on_error,
             "logger": CLIENT_LOG,
+            **CLIENT_DEBUG,
         }
 
     def _on_error(self, err: KafkaError) -> None:
@@ -184,10 +193,13 @@ class SequenceProducer(threading.Thread):
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         seq, now, rnd = int(msg.value()), time.monotonic(), self.rounds.current
         if err is None:
-            self.acks.append(Ack(seq, msg.partition(), msg.offset(), now, rnd))
+            # librdkafka acknowledges some retried messages implicitly, through a later batch's
+            # success: persisted, but at an offset it does not know (None here, -1 in the Ack).
+            offset = msg.offset()
+            self.acks.append(Ack(seq, msg.partition(), -1 if offset is None else offset, now, rnd))
         else:
             self.failures.append(DeliveryFailure(seq, msg.partition(), err.name(), err.fatal(), now, rnd))
-            if err.fatal():
+            if err.fatal() and len(self.fatal_errors) < 10:
                 self.fatal_errors.append(f"seq {seq}: {err}")
 
     def run(self) -> None:
@@ -204,6 +216,17 @@ class SequenceProducer(threading.Thread):
                     )
                 except BufferError:
                     producer.poll(0.1)
+                    continue
+                except KafkaException as e:
+                    if e.args[0].code() != KafkaError._FATAL and not e.args[0].fatal():
+                        raise
+                    # Unusable from now on: keep what it reports, carry on with a new producer id.
+                    self._on_error(e.args[0])
+                    producer.poll(1)
+                    producer.purge()
+                    producer.poll(1)
+                    self.restarts += 1
+                    producer = Producer(self.config)
                     continue
                 seq += 1
                 self.produced = seq

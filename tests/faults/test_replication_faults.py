@@ -393,7 +393,15 @@ def check_acknowledged(
     where: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for (p, off), seq in records.items():
         where[seq].append((p, off))
-    lost = [a for a in run.producer.acks if records.get((a.partition, a.offset)) != a.seq]
+    lost = [
+        a
+        for a in run.producer.acks
+        if (
+            records.get((a.partition, a.offset)) != a.seq
+            if a.offset >= 0
+            else a.partition not in {p for p, _ in where[a.seq]}
+        )
+    ]
     for a in lost[:20]:
         found = records.get((a.partition, a.offset))
         run.violations.append(
@@ -406,21 +414,32 @@ def check_acknowledged(
     duplicated = {seq: pos for seq, pos in where.items() if len(pos) > 1}
     for seq, pos in sorted(duplicated.items())[:20]:
         run.violations.append(f"DUPLICATE: seq {seq} is in the log {len(pos)} times, at {sorted(pos)}")
-    same_offset = Counter((a.partition, a.offset) for a in run.producer.acks)
+    same_offset = Counter((a.partition, a.offset) for a in run.producer.acks if a.offset >= 0)
     for (p, off), n in sorted(same_offset.items()):
         if n > 1:
             seqs = [a.seq for a in run.producer.acks if (a.partition, a.offset) == (p, off)]
             run.violations.append(f"ACKNOWLEDGED TWICE: p{p} offset {off} was acknowledged for seqs {seqs}")
-    return {"lost": len(lost), "duplicated": len(duplicated)}
+    return {
+        "lost": len(lost),
+        "duplicated": len(duplicated),
+        "acknowledged without an offset (found in their partition)": sum(
+            a.offset < 0 for a in run.producer.acks
+        ),
+    }
 
 
 def check_group(run: FaultRun, group: GroupReader, records: dict[tuple[int, int], int]) -> int:
     """Invariant 3; returns how many acknowledged records the group never saw."""
     run.violations += [f"GROUP: {v}" for v in group.violations]
+    seen_seqs = set(group.seen.values())
     missed = [
         a
         for a in run.producer.acks
-        if records.get((a.partition, a.offset)) == a.seq and group.seen.get((a.partition, a.offset)) != a.seq
+        if (
+            records.get((a.partition, a.offset)) == a.seq and group.seen.get((a.partition, a.offset)) != a.seq
+            if a.offset >= 0
+            else a.seq not in seen_seqs
+        )
     ]
     for a in missed[:10]:
         run.violations.append(
@@ -456,7 +475,7 @@ def report(run: FaultRun, group: GroupReader, figures: dict[str, object], base_d
         f"before the kill: {run.window_acks}",
         f"group: {len(group.seen)} offsets seen, {group.commits} commits acknowledged, {group.read_backs} "
         f"read-backs, {len(group.rewinds)} rewinds, {len(group.errors)} client errors",
-        f"producer fatal errors: {run.producer.fatal_errors}",
+        f"producer fatal errors: {run.producer.fatal_errors} (new producers after them: {run.producer.restarts})",
         f"base dir: {base_dir}",
     ]
     return "\n".join(lines)
@@ -576,8 +595,7 @@ def finish(run: FaultRun, group: GroupReader, watcher: ZkWatcher, base_dir: Path
     run.violations += [f"REPLICAS: {f}" for f in comparison.findings]
     gap, gap_where = longest_gap(run)
     return {
-        "lost": counts["lost"],
-        "duplicated": counts["duplicated"],
+        **counts,
         "records in the log": len(records),
         "divergent batches": f"{comparison.divergent_batches} of {comparison.compared_batches} compared",
         "log end offsets per partition/broker": comparison.log_ends,
