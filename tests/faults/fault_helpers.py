@@ -177,6 +177,9 @@ class SequenceProducer(threading.Thread):
             "topic.metadata.refresh.interval.ms": 10000,
             # A frozen leader answers nothing: in-flight requests to it time out after this, and
             # only then may the idempotent producer resend their sequence numbers elsewhere.
+            # (librdkafka times out a ProduceRequest after socket.timeout.ms, or the first message's
+            # remaining message.timeout.ms; request.timeout.ms is the broker's acks=all wait.)
+            "socket.timeout.ms": int(REQUEST_TIMEOUT_S * 1000),
             "request.timeout.ms": int(REQUEST_TIMEOUT_S * 1000),
             "socket.connection.setup.timeout.ms": int(REQUEST_TIMEOUT_S * 1000),
             "error_cb": self._on_error,

@@ -217,11 +217,9 @@ def check_resume(run: FaultRun, since: float, what: str, bound: float = RESUME_B
         a = ack(p, since)
         delay = None if a is None else a.t - since
         run.resume_delays.append((run.rounds.current, what, p, delay))
-        if delay is None or delay > RESUME_BOUND_S:
+        if delay is None or delay > bound:
             late = "none within 30s" if delay is None else f"the first after {delay:.2f}s"
-            run.violation(
-                f"p{p}: acknowledged produce did not resume within {RESUME_BOUND_S}s of {what} ({late})"
-            )
+            run.violation(f"p{p}: acknowledged produce did not resume within {bound}s of {what} ({late})")
 
 
 def leader_of(run: FaultRun, partition: int) -> int:
