@@ -40,13 +40,14 @@ when the test fails (KAFKAPY_FAULT_DIR chooses it; KAFKAPY_FAULT_KEEP=1 keeps it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +123,7 @@ class FaultRun:
     resume_delays: list[tuple[int, str, int, float | None]] = field(default_factory=list)
     probes: list[tuple[int, int, str]] = field(default_factory=list)  # round, partition, outcome
     window_acks: int = 0  # acknowledged with one broker up, of records replicated before the kill
+    port_retries: int = 0
 
     def note(self, text: str) -> None:
         self.rounds.note(text)
@@ -141,9 +143,23 @@ class FaultRun:
 # -- waiting for the cluster -----------------------------------------------------------------------
 
 
+def port_taken(broker: BrokerHandle) -> bool:
+    """The broker could not bind its port: a client's ephemeral port took it while it was down
+    (a hazard of the test machine, not of the broker)."""
+    out = broker.logs / "kafkaServer.out"
+    return out.exists() and "address already in use" in out.read_text(errors="replace")[-5000:]
+
+
 def check_processes(run: FaultRun) -> None:
     for b in run.cluster.brokers:
         if b.process is not None and b.process.poll() is not None:
+            if port_taken(b) and run.port_retries < 3:
+                run.port_retries += 1
+                run.note(f"broker {b.broker_id} found its port {b.port} taken: starting it again")
+                (b.logs / "kafkaServer.out").rename(b.logs / f"kafkaServer.out.port-taken-{run.port_retries}")
+                time.sleep(1)
+                b.start()
+                continue
             run.violation(
                 f"broker {b.broker_id} exited on its own with {b.process.returncode}; "
                 f"end of its server.log:\n{b.server_log()[-3000:]}"
@@ -490,6 +506,31 @@ def fault_base_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix=f"kafkapy-faults-seed{SEED}-"))
 
 
+@contextlib.contextmanager
+def started_cluster(base_dir: Path) -> Iterator[KafkapyCluster]:
+    """kafkapy_cluster_context, started again from scratch when a broker found its free port taken
+    before it could bind it (a hazard of a shared test machine, not of the broker)."""
+    for attempt in range(1, 4):
+        started = False
+        try:
+            with kafkapy_cluster_context(len(BROKERS), OVERRIDES, base_dir) as cluster:
+                started = True
+                yield cluster
+            return
+        except RuntimeError:
+            logs = [base_dir / f"broker-{b}" / "logs" / "kafkaServer.out" for b in BROKERS]
+            taken = any(
+                p.exists() and "address already in use" in p.read_text(errors="replace") for p in logs
+            )
+            if started or not taken or attempt == 3:
+                raise
+            print(
+                f"a broker's port was taken during start-up (attempt {attempt}): starting again", flush=True
+            )
+            for child in base_dir.iterdir():
+                shutil.rmtree(child, ignore_errors=True)
+
+
 def create_topic(cluster: KafkapyCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     config = {"min.insync.replicas": str(MIN_ISR), "unclean.leader.election.enable": "false"}
@@ -504,7 +545,7 @@ def test_acknowledged_writes_survive_repeated_broker_failures() -> None:
     print(f"\nreplication faults: seed {SEED}, {ROUNDS} rounds, base dir {base_dir}", flush=True)
     rng = random.Random(SEED)
     rounds = RoundLog()
-    with kafkapy_cluster_context(len(BROKERS), OVERRIDES, base_dir) as cluster:
+    with started_cluster(base_dir) as cluster:
         zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
         zk.start(timeout=15)
         producer = SequenceProducer(cluster.bootstrap_servers, TOPIC, PARTITIONS, rounds, PRODUCE_INTERVAL_S)
