@@ -9,13 +9,17 @@ the first fault).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +29,29 @@ from kazoo.client import KazooClient
 
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import iter_batches
+from kafkapy.testing import KafkapyCluster, kafkapy_cluster_context
+
+
+class ProtocolErrors(logging.Handler):
+    """Counts librdkafka's PROTOERR lines: responses it could not parse (a broker encoding bug)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+        self.first: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("PROTOERR"):
+            self.count += 1
+            if len(self.first) < 5:
+                self.first.append(message)
+
 
 # librdkafka's own log lines (disconnects, timeouts) go to pytest's log capture, not stderr.
 CLIENT_LOG = logging.getLogger("faults.librdkafka")
+PROTOCOL_ERRORS = ProtocolErrors()
+CLIENT_LOG.addHandler(PROTOCOL_ERRORS)
 REQUEST_TIMEOUT_S = 5.0
 # KAFKAPY_FAULT_CLIENT_DEBUG=eos,protocol: the producer's librdkafka debug contexts, into that log.
 CLIENT_DEBUG = (
@@ -73,6 +97,15 @@ def registered_brokers(zk: KazooClient) -> list[int]:
         return sorted(int(c) for c in zk.get_children("/brokers/ids"))
     except Exception:
         return []
+
+
+def znode_stat(zk: KazooClient, path: str) -> tuple[int, int] | None:
+    """(czxid, version) of a znode: czxid tells a new session's ephemeral node from the old one."""
+    try:
+        stat = zk.exists(path)
+    except Exception:
+        return None
+    return None if stat is None else (stat.czxid, stat.version)
 
 
 def topic_partitions(zk: KazooClient, topic: str) -> list[int]:
@@ -161,6 +194,7 @@ class SequenceProducer(threading.Thread):
         self.fatal_errors: list[str] = []
         self.produced = 0
         self.restarts = 0  # new producers after a fatal error
+        self.refusals: Counter[str] = Counter()  # produce() calls refused by the client, by error
         self.unfinished = 0
         self.crash: BaseException | None = None
         self._stop_event = threading.Event()
@@ -222,7 +256,13 @@ class SequenceProducer(threading.Thread):
                     continue
                 except KafkaException as e:
                     if e.args[0].code() != KafkaError._FATAL and not e.args[0].fatal():
-                        raise
+                        # Refused at once (e.g. _UNKNOWN_TOPIC: a broker answered metadata without
+                        # the topic): not acknowledged, so no promise; try the same seq again.
+                        if not self.refusals[e.args[0].name()]:
+                            self.rounds.note(f"the producer's produce() raised {e.args[0]}")
+                        self.refusals[e.args[0].name()] += 1
+                        producer.poll(0.1)
+                        continue
                     # Unusable from now on: keep what it reports, carry on with a new producer id.
                     self._on_error(e.args[0])
                     producer.poll(1)
@@ -568,3 +608,124 @@ def compare_replicas(base_dir: Path, broker_ids: list[int], topic: str, partitio
                         )
                     )
     return result
+
+
+# -- the final checks --------------------------------------------------------------------------
+
+
+def lost_and_duplicated(
+    acks: list[Ack], records: dict[tuple[int, int], int], rounds: RoundLog, watcher: ZkWatcher
+) -> tuple[list[str], dict[str, int]]:
+    """Invariant 1: each acknowledged record at its acknowledged (partition, offset) in `records`
+    (an offset-less acknowledgement: somewhere in its partition), no sequence number twice, no
+    offset acknowledged twice. The findings and the counts."""
+    where: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for (p, off), seq in records.items():
+        where[seq].append((p, off))
+    lost = [
+        a
+        for a in acks
+        if (
+            records.get((a.partition, a.offset)) != a.seq
+            if a.offset >= 0
+            else a.partition not in {p for p, _ in where[a.seq]}
+        )
+    ]
+    findings = []
+    for a in lost[:20]:
+        found = records.get((a.partition, a.offset))
+        findings.append(
+            f"LOST: seq {a.seq} acknowledged at p{a.partition} offset "
+            f"{a.offset if a.offset >= 0 else '(unknown)'} in {rounds.describe(a.round)} "
+            f"(t={rounds.rel(a.t):.2f}s); the log holds {'nothing' if found is None else f'seq {found}'} there"
+            f"{f', and seq {a.seq} at {where[a.seq]}' if where.get(a.seq) else ''}; "
+            f"p{a.partition}'s leadership since: {watcher.history({f'p{a.partition}'}, a.t - 1)[:12]}"
+        )
+    duplicated = {seq: pos for seq, pos in where.items() if len(pos) > 1}
+    for seq, pos in sorted(duplicated.items())[:20]:
+        findings.append(f"DUPLICATE: seq {seq} is in the log {len(pos)} times, at {sorted(pos)}")
+    same_offset = Counter((a.partition, a.offset) for a in acks if a.offset >= 0)
+    for (p, off), n in sorted(same_offset.items()):
+        if n > 1:
+            seqs = [a.seq for a in acks if (a.partition, a.offset) == (p, off)]
+            findings.append(f"ACKNOWLEDGED TWICE: p{p} offset {off} was acknowledged for seqs {seqs}")
+    counts = {
+        "lost": len(lost),
+        "duplicated": len(duplicated),
+        "acknowledged without an offset (found in their partition)": sum(a.offset < 0 for a in acks),
+    }
+    return findings, counts
+
+
+def group_findings(
+    acks: list[Ack], records: dict[tuple[int, int], int], group: GroupReader, rounds: RoundLog
+) -> tuple[list[str], int]:
+    """Invariant 3: what the group found on the way, and every acknowledged record still in the log
+    that it never saw. The findings and the number missed."""
+    findings = [f"GROUP: {v}" for v in group.violations]
+    seen_seqs = set(group.seen.values())
+    missed = [
+        a
+        for a in acks
+        if (
+            records.get((a.partition, a.offset)) == a.seq and group.seen.get((a.partition, a.offset)) != a.seq
+            if a.offset >= 0
+            else a.seq not in seen_seqs
+        )
+    ]
+    for a in missed[:10]:
+        findings.append(
+            f"GROUP: never saw seq {a.seq} at p{a.partition} offset {a.offset} (it saw "
+            f"{group.seen.get((a.partition, a.offset))}), acknowledged in {rounds.describe(a.round)}"
+        )
+    return findings, len(missed)
+
+
+def longest_gap(acks: list[Ack], rounds: RoundLog) -> tuple[float, str]:
+    """The longest time between two consecutive acknowledgements, and where it ended."""
+    times = sorted((a.t, a.round) for a in acks)
+    best, where = 0.0, "-"
+    for (t0, _), (t1, rnd) in zip(times, times[1:], strict=False):
+        if t1 - t0 > best:
+            best, where = t1 - t0, f"ending t={rounds.rel(t1):.2f}s in {rounds.describe(rnd)}"
+    return best, where
+
+
+# -- the cluster -------------------------------------------------------------------------------
+
+
+def fault_base_dir(seed: int) -> Path:
+    """KAFKAPY_FAULT_DIR, or a new temporary directory named after the seed."""
+    chosen = os.environ.get("KAFKAPY_FAULT_DIR")
+    if chosen:
+        Path(chosen).mkdir(parents=True, exist_ok=True)
+        return Path(chosen)
+    return Path(tempfile.mkdtemp(prefix=f"kafkapy-faults-seed{seed}-"))
+
+
+@contextlib.contextmanager
+def started_cluster(base_dir: Path, brokers: int, overrides: dict[str, str]) -> Iterator[KafkapyCluster]:
+    """kafkapy_cluster_context, started again from scratch when a broker found its free port taken
+    before it could bind it (a hazard of a shared test machine, not of the broker)."""
+    for attempt in range(1, 4):
+        started = False
+        try:
+            with kafkapy_cluster_context(brokers, overrides, base_dir) as cluster:
+                started = True
+                yield cluster
+            return
+        except RuntimeError:
+            logs = [base_dir / f"broker-{b}" / "logs" / "kafkaServer.out" for b in range(brokers)]
+            if started or not any(port_taken_in(p) for p in logs) or attempt == 3:
+                raise
+            print(
+                f"a broker's port was taken during start-up (attempt {attempt}): starting again", flush=True
+            )
+            for child in base_dir.iterdir():
+                shutil.rmtree(child, ignore_errors=True)
+
+
+def port_taken_in(broker_out: Path) -> bool:
+    """Whether a broker's kafkaServer.out ends with its port found taken (a client's ephemeral
+    port may take a free port the test chose, before the broker binds it)."""
+    return broker_out.exists() and "address already in use" in broker_out.read_text(errors="replace")[-5000:]

@@ -40,14 +40,12 @@ when the test fails (KAFKAPY_FAULT_DIR chooses it; KAFKAPY_FAULT_KEEP=1 keeps it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import shutil
-import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +54,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from fault_helpers import (
     CLIENT_LOG,
+    PROTOCOL_ERRORS,
     REQUEST_TIMEOUT_S,
     GroupReader,
     RoundLog,
@@ -63,15 +62,22 @@ from fault_helpers import (
     ZkWatcher,
     compare_replicas,
     controller_id,
+    fault_base_dir,
+    group_findings,
+    longest_gap,
+    lost_and_duplicated,
     partition_state,
+    port_taken_in,
     read_partitions,
     registered_brokers,
+    started_cluster,
     topic_partitions,
     wait_until,
+    znode_stat,
 )
 from kazoo.client import KazooClient
 
-from kafkapy.testing import BrokerHandle, KafkapyCluster, kafkapy_cluster_context
+from kafkapy.testing import BrokerHandle, KafkapyCluster
 
 SEED = int(os.environ.get("KAFKAPY_FAULT_SEED", "12"))
 ROUNDS = int(os.environ.get("KAFKAPY_FAULT_ROUNDS", "5"))
@@ -119,11 +125,14 @@ class FaultRun:
     rng: random.Random
     rounds: RoundLog
     producer: SequenceProducer
+    group: GroupReader | None = None
     violations: list[str] = field(default_factory=list)
     resume_delays: list[tuple[int, str, int, float | None]] = field(default_factory=list)
     probes: list[tuple[int, int, str]] = field(default_factory=list)  # round, partition, outcome
     window_acks: int = 0  # acknowledged with one broker up, of records replicated before the kill
     port_retries: int = 0
+    down_czxid: dict[int, int] = field(default_factory=dict)  # registrations a heal must see replaced
+    down_state_versions: dict[str, int] = field(default_factory=dict)  # states a heal must see rewritten
 
     def note(self, text: str) -> None:
         self.rounds.note(text)
@@ -143,17 +152,15 @@ class FaultRun:
 # -- waiting for the cluster -----------------------------------------------------------------------
 
 
-def port_taken(broker: BrokerHandle) -> bool:
-    """The broker could not bind its port: a client's ephemeral port took it while it was down
-    (a hazard of the test machine, not of the broker)."""
-    out = broker.logs / "kafkaServer.out"
-    return out.exists() and "address already in use" in out.read_text(errors="replace")[-5000:]
-
-
 def check_processes(run: FaultRun) -> None:
+    for name, thread in (("producer", run.producer), ("group reader", run.group)):
+        if thread is not None and thread.crash is not None:
+            run.violation(f"the {name} thread failed: {thread.crash!r}")
+            thread.crash = None
+            raise RoundAborted(f"the {name} thread failed")
     for b in run.cluster.brokers:
         if b.process is not None and b.process.poll() is not None:
-            if port_taken(b) and run.port_retries < 3:
+            if port_taken_in(b.logs / "kafkaServer.out") and run.port_retries < 3:
                 run.port_retries += 1
                 run.note(f"broker {b.broker_id} found its port {b.port} taken: starting it again")
                 (b.logs / "kafkaServer.out").rename(b.logs / f"kafkaServer.out.port-taken-{run.port_retries}")
@@ -175,6 +182,18 @@ def wait_healed(run: FaultRun, what: str) -> float:
         check_processes(run)
         if registered_brokers(run.zk) != BROKERS:
             return False
+        # A broker killed and restarted at once is still registered by its old session, and the
+        # partition states still show it leading, in sync, until that session expires: not healed
+        # before it registered anew and every partition state was rewritten since it went down.
+        if any(
+            znode_stat(run.zk, f"/brokers/ids/{b}") in (None, czxid) for b, czxid in run.down_czxid.items()
+        ):
+            return False
+        if any(
+            (stat := znode_stat(run.zk, path)) is None or stat[1] == version
+            for path, version in run.down_state_versions.items()
+        ):
+            return False
         for topic in (TOPIC, "__consumer_offsets"):
             for s in run.states(topic).values():
                 if s.get("leader", -1) < 0 or sorted(s.get("isr", [])) != BROKERS:
@@ -191,8 +210,25 @@ def wait_healed(run: FaultRun, what: str) -> float:
         )
         raise RoundAborted(what) from None
     now = time.monotonic()
+    run.down_czxid.clear()
+    run.down_state_versions.clear()
     run.note(f"healed after {what} in {now - started:.1f}s: {run.states()}")
     return now
+
+
+def going_down(run: FaultRun, *broker_ids: int) -> None:
+    """Note, before a broker is killed, frozen or stopped, what a heal must see changed: its
+    registration (a new session) and every partition state it is part of (all of them, RF 3)."""
+    for b in broker_ids:
+        stat = znode_stat(run.zk, f"/brokers/ids/{b}")
+        if stat is not None:
+            run.down_czxid.setdefault(b, stat[0])
+    for topic in (TOPIC, "__consumer_offsets"):
+        for p in topic_partitions(run.zk, topic):
+            path = f"/brokers/topics/{topic}/partitions/{p}/state"
+            stat = znode_stat(run.zk, path)
+            if stat is not None:
+                run.down_state_versions.setdefault(path, stat[1])
 
 
 def wait_for_leaders_without(run: FaultRun, gone: set[int], what: str) -> float | None:
@@ -248,6 +284,7 @@ def leader_of(run: FaultRun, partition: int) -> int:
 def kill_and_restart(run: FaultRun, victim: int, role: str) -> None:
     at_once = run.rng.random() < 0.5
     run.note(f"SIGKILL {role} broker {victim}, restart {'at once' if at_once else 'after the election'}")
+    going_down(run, victim)
     run.broker(victim).kill()
     if not at_once:
         elected = wait_for_leaders_without(run, {victim}, f"SIGKILL of broker {victim}")
@@ -272,6 +309,7 @@ def pause_leader(run: FaultRun) -> None:
     victim = leader_of(run, p)
     broker = run.broker(victim)
     run.note(f"SIGSTOP p{p}'s leader broker {victim} (session {SESSION_S:.0f}s)")
+    going_down(run, victim)
     broker.pause()
     try:
         elected = wait_for_leaders_without(run, {victim}, f"SIGSTOP of broker {victim}")
@@ -293,6 +331,7 @@ def kill_two(run: FaultRun) -> None:
     victims = sorted(run.rng.sample(BROKERS, 2))
     (survivor,) = set(BROKERS) - set(victims)
     run.note(f"SIGKILL brokers {victims}, broker {survivor} alone")
+    going_down(run, *victims)
     for v in victims:
         run.broker(v).kill()
     window_start = time.monotonic() + REFUSAL_GRACE_S
@@ -371,6 +410,7 @@ def rolling_restart(run: FaultRun) -> None:
     for b in run.rng.sample(BROKERS, len(BROKERS)):
         run.note(f"SIGTERM broker {b} (rolling restart)")
         started = time.monotonic()
+        going_down(run, b)
         code = run.broker(b).stop()
         run.note(f"broker {b} stopped with {code} after {time.monotonic() - started:.1f}s")
         if code != 0:
@@ -400,78 +440,6 @@ def plan_rounds(rng: random.Random, rounds: int) -> list[str]:
 # -- the checks at the end -------------------------------------------------------------------------
 
 
-def check_acknowledged(
-    run: FaultRun, records: dict[tuple[int, int], int], watcher: ZkWatcher
-) -> dict[str, int]:
-    """Invariant 1; returns the lost and duplicated counts."""
-    where: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for (p, off), seq in records.items():
-        where[seq].append((p, off))
-    lost = [
-        a
-        for a in run.producer.acks
-        if (
-            records.get((a.partition, a.offset)) != a.seq
-            if a.offset >= 0
-            else a.partition not in {p for p, _ in where[a.seq]}
-        )
-    ]
-    for a in lost[:20]:
-        found = records.get((a.partition, a.offset))
-        run.violations.append(
-            f"LOST: seq {a.seq} acknowledged at p{a.partition} offset {a.offset} in "
-            f"{run.rounds.describe(a.round)} (t={run.rounds.rel(a.t):.2f}s); the log holds "
-            f"{'nothing' if found is None else f'seq {found}'} there"
-            f"{f', and seq {a.seq} at {where[a.seq]}' if where.get(a.seq) else ''}; "
-            f"p{a.partition}'s leadership since: {watcher.history({f'p{a.partition}'}, a.t - 1)[:12]}"
-        )
-    duplicated = {seq: pos for seq, pos in where.items() if len(pos) > 1}
-    for seq, pos in sorted(duplicated.items())[:20]:
-        run.violations.append(f"DUPLICATE: seq {seq} is in the log {len(pos)} times, at {sorted(pos)}")
-    same_offset = Counter((a.partition, a.offset) for a in run.producer.acks if a.offset >= 0)
-    for (p, off), n in sorted(same_offset.items()):
-        if n > 1:
-            seqs = [a.seq for a in run.producer.acks if (a.partition, a.offset) == (p, off)]
-            run.violations.append(f"ACKNOWLEDGED TWICE: p{p} offset {off} was acknowledged for seqs {seqs}")
-    return {
-        "lost": len(lost),
-        "duplicated": len(duplicated),
-        "acknowledged without an offset (found in their partition)": sum(
-            a.offset < 0 for a in run.producer.acks
-        ),
-    }
-
-
-def check_group(run: FaultRun, group: GroupReader, records: dict[tuple[int, int], int]) -> int:
-    """Invariant 3; returns how many acknowledged records the group never saw."""
-    run.violations += [f"GROUP: {v}" for v in group.violations]
-    seen_seqs = set(group.seen.values())
-    missed = [
-        a
-        for a in run.producer.acks
-        if (
-            records.get((a.partition, a.offset)) == a.seq and group.seen.get((a.partition, a.offset)) != a.seq
-            if a.offset >= 0
-            else a.seq not in seen_seqs
-        )
-    ]
-    for a in missed[:10]:
-        run.violations.append(
-            f"GROUP: never saw seq {a.seq} at p{a.partition} offset {a.offset} (it saw "
-            f"{group.seen.get((a.partition, a.offset))}), acknowledged in {run.rounds.describe(a.round)}"
-        )
-    return len(missed)
-
-
-def longest_gap(run: FaultRun) -> tuple[float, str]:
-    times = sorted((a.t, a.round) for a in run.producer.acks)
-    best, where = 0.0, "-"
-    for (t0, _), (t1, rnd) in zip(times, times[1:], strict=False):
-        if t1 - t0 > best:
-            best, where = t1 - t0, f"ending t={run.rounds.rel(t1):.2f}s in {run.rounds.describe(rnd)}"
-    return best, where
-
-
 def report(run: FaultRun, group: GroupReader, figures: dict[str, object], base_dir: Path) -> str:
     delays = [d for *_, d in run.resume_delays if d is not None]
     failures = Counter(f.name for f in run.producer.failures)
@@ -484,51 +452,20 @@ def report(run: FaultRun, group: GroupReader, figures: dict[str, object], base_d
         f"failed {len(run.producer.failures)} {dict(failures)}, unfinished {run.producer.unfinished}",
         *(f"{k}: {v}" for k, v in figures.items()),
         f"resume after election/heal: {len(delays)} measured, max {max(delays, default=0):.2f}s, "
-        f"bound {RESUME_BOUND_S}s",
+        f"bound {RESUME_BOUND_S}s ({RESUME_BOUND_S + REQUEST_TIMEOUT_S}s after a frozen leader)",
         f"probes with two brokers down: {run.probes}; acknowledged then, of records produced "
         f"before the kill: {run.window_acks}",
         f"group: {len(group.seen)} offsets seen, {group.commits} commits acknowledged, {group.read_backs} "
         f"read-backs, {len(group.rewinds)} rewinds, {len(group.errors)} client errors",
-        f"producer fatal errors: {run.producer.fatal_errors} (new producers after them: {run.producer.restarts})",
+        f"producer fatal errors: {run.producer.fatal_errors} (new producers after them: {run.producer.restarts}); "
+        f"produce() refused: {dict(run.producer.refusals)}; responses librdkafka could not parse: "
+        f"{PROTOCOL_ERRORS.count}",
         f"base dir: {base_dir}",
     ]
     return "\n".join(lines)
 
 
 # -- the test --------------------------------------------------------------------------------------
-
-
-def fault_base_dir() -> Path:
-    chosen = os.environ.get("KAFKAPY_FAULT_DIR")
-    if chosen:
-        Path(chosen).mkdir(parents=True, exist_ok=True)
-        return Path(chosen)
-    return Path(tempfile.mkdtemp(prefix=f"kafkapy-faults-seed{SEED}-"))
-
-
-@contextlib.contextmanager
-def started_cluster(base_dir: Path) -> Iterator[KafkapyCluster]:
-    """kafkapy_cluster_context, started again from scratch when a broker found its free port taken
-    before it could bind it (a hazard of a shared test machine, not of the broker)."""
-    for attempt in range(1, 4):
-        started = False
-        try:
-            with kafkapy_cluster_context(len(BROKERS), OVERRIDES, base_dir) as cluster:
-                started = True
-                yield cluster
-            return
-        except RuntimeError:
-            logs = [base_dir / f"broker-{b}" / "logs" / "kafkaServer.out" for b in BROKERS]
-            taken = any(
-                p.exists() and "address already in use" in p.read_text(errors="replace") for p in logs
-            )
-            if started or not taken or attempt == 3:
-                raise
-            print(
-                f"a broker's port was taken during start-up (attempt {attempt}): starting again", flush=True
-            )
-            for child in base_dir.iterdir():
-                shutil.rmtree(child, ignore_errors=True)
 
 
 def create_topic(cluster: KafkapyCluster) -> None:
@@ -541,17 +478,17 @@ def create_topic(cluster: KafkapyCluster) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(180 + 60 * ROUNDS)
 def test_acknowledged_writes_survive_repeated_broker_failures() -> None:
-    base_dir = fault_base_dir()
+    base_dir = fault_base_dir(SEED)
     print(f"\nreplication faults: seed {SEED}, {ROUNDS} rounds, base dir {base_dir}", flush=True)
     rng = random.Random(SEED)
     rounds = RoundLog()
-    with started_cluster(base_dir) as cluster:
+    with started_cluster(base_dir, len(BROKERS), OVERRIDES) as cluster:
         zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
         zk.start(timeout=15)
         producer = SequenceProducer(cluster.bootstrap_servers, TOPIC, PARTITIONS, rounds, PRODUCE_INTERVAL_S)
         group = GroupReader(cluster.bootstrap_servers, TOPIC, PARTITIONS, rounds, commit_interval=0.5)
         watcher = ZkWatcher(cluster.zookeeper_connect, TOPIC, PARTITIONS, rounds)
-        run = FaultRun(cluster, zk, rng, rounds, producer)
+        run = FaultRun(cluster, zk, rng, rounds, producer, group)
         try:
             create_topic(cluster)
             for thread in (watcher, producer, group):
@@ -611,6 +548,11 @@ def finish(run: FaultRun, group: GroupReader, watcher: ZkWatcher, base_dir: Path
     if run.producer.crash is not None:
         run.violation(f"the producer thread failed: {run.producer.crash!r}")
     run.violations += [f"FATAL producer error: {e}" for e in run.producer.fatal_errors]
+    if PROTOCOL_ERRORS.count:
+        run.violations.append(
+            f"PROTOCOL: librdkafka could not parse {PROTOCOL_ERRORS.count} broker responses, e.g. "
+            + " | ".join(PROTOCOL_ERRORS.first)
+        )
     records = read_partitions(run.cluster.bootstrap_servers, TOPIC, PARTITIONS)
     ends: dict[int, int] = defaultdict(int)
     for p, off in records:
@@ -623,8 +565,10 @@ def finish(run: FaultRun, group: GroupReader, watcher: ZkWatcher, base_dir: Path
     if group.crash is not None:
         run.violation(f"the group reader thread failed: {group.crash!r}")
     watcher.stop()
-    counts = check_acknowledged(run, records, watcher)
-    missed = check_group(run, group, records)
+    findings, counts = lost_and_duplicated(run.producer.acks, records, run.rounds, watcher)
+    run.violations += findings
+    findings, missed = group_findings(run.producer.acks, records, group, run.rounds)
+    run.violations += findings
 
     for b in run.cluster.brokers:
         started = time.monotonic()
@@ -632,7 +576,7 @@ def finish(run: FaultRun, group: GroupReader, watcher: ZkWatcher, base_dir: Path
         run.note(f"broker {b.broker_id} stopped with {code} after {time.monotonic() - started:.1f}s")
     comparison = compare_replicas(base_dir, BROKERS, TOPIC, PARTITIONS)
     run.violations += [f"REPLICAS: {f}" for f in comparison.findings]
-    gap, gap_where = longest_gap(run)
+    gap, gap_where = longest_gap(run.producer.acks, run.rounds)
     return {
         **counts,
         "records in the log": len(records),
