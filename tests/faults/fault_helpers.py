@@ -194,7 +194,7 @@ class SequenceProducer(threading.Thread):
         self.fatal_errors: list[str] = []
         self.produced = 0
         self.restarts = 0  # new producers after a fatal error
-        self.refusals: Counter[str] = Counter()  # produce() calls refused by the client, by error
+        self.refusals: Counter[str] = Counter()  # produce() calls refused by the client, by error and round
         self.unfinished = 0
         self.crash: BaseException | None = None
         self._stop_event = threading.Event()
@@ -258,9 +258,10 @@ class SequenceProducer(threading.Thread):
                     if e.args[0].code() != KafkaError._FATAL and not e.args[0].fatal():
                         # Refused at once (e.g. _UNKNOWN_TOPIC: a broker answered metadata without
                         # the topic): not acknowledged, so no promise; try the same seq again.
-                        if not self.refusals[e.args[0].name()]:
+                        key = f"{e.args[0].name()} in round {self.rounds.current}"
+                        if not self.refusals[key]:
                             self.rounds.note(f"the producer's produce() raised {e.args[0]}")
-                        self.refusals[e.args[0].name()] += 1
+                        self.refusals[key] += 1
                         producer.poll(0.1)
                         continue
                     # Unusable from now on: keep what it reports, carry on with a new producer id.
