@@ -18,7 +18,9 @@ the first five are the five kinds in a seeded order, so a CI run tries each once
                    after they died may be acknowledged, and a probe (acks=all, no retries) gets
                    NOT_ENOUGH_REPLICAS or a timeout; restart both
   rolling-restart  SIGTERM each broker in turn, restart it, wait until it is back in every ISR
-After each round the cluster must heal (bounded): every partition led, with an ISR of all 3.
+After each round the cluster must heal (bounded): every partition led, with an ISR of all 3,
+each broker that went down registered by a new ZooKeeper session and every partition state
+rewritten since (a broker restarted at once is otherwise still "in sync" by its old znodes).
 
 Invariants, checked at the end (the figures are printed whatever the outcome):
   1. every acknowledged record is read back, by a fresh consumer from the beginning, at exactly
@@ -32,6 +34,9 @@ Invariants, checked at the end (the figures are printed whatever the outcome):
      the old leader is frozen: its in-flight requests must time out before the idempotent
      producer may resend them elsewhere); while two brokers are down nothing produced after
      they died is acknowledged; the producer never gets a fatal error and writes no duplicate.
+Also reported as failures: a broker exiting on its own, a round that does not heal, and broker
+responses librdkafka cannot parse. librdkafka acknowledges some retried records without an offset
+(implicitly, through a later batch): those must be found, once, in their partition.
 
 Run: KAFKAPY_FAULT_SEED=7 KAFKAPY_FAULT_ROUNDS=20 pytest -s tests/faults/test_replication_faults.py
 The cluster's base dir (brokers' server.log / state-change.log, data dirs) is printed and kept
