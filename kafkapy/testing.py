@@ -120,6 +120,18 @@ class BrokerHandle:
         self.stop()
         self.start()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process freezes (no requests, no ZooKeeper heartbeats) but keeps its state,
+        as a long GC pause or a stalled VM would; `resume()` lets it carry on where it stopped."""
+        if self.process is None or self.process.poll() is not None:
+            raise RuntimeError(f"broker {self.broker_id} is not running")
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause()`; harmless on a process that is not stopped."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+
     def server_log(self) -> str:
         """The broker's server.log, including the hourly rolled-over parts (server.log.<hour>)."""
         parts = sorted(self.logs.glob("server.log.*")) + [self.logs / "server.log"]
