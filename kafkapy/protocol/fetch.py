@@ -137,7 +137,9 @@ def encode_fetch_response(
             if version >= 11:
                 out += prim.INT32.pack(p.preferred_read_replica)
             if p.records is None:
-                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+                # Empty, never null: librdkafka refuses a whole response over one null record
+                # set ("invalid MessageSetSize -1"), and Kafka sends empty records with errors.
+                out += length(0)
             else:
                 parts = _record_parts(p.records)
                 out += length(sum(segment_length(s) for s in parts))
