@@ -491,6 +491,19 @@ class ZkWatcher(threading.Thread):
 # -- read-back and replica comparison ----------------------------------------------------------
 
 
+def high_watermark(consumer: Any, topic: str, partition: int, timeout: float = 30.0) -> int:
+    """The partition's high watermark, asking again while a retriable error says the metadata
+    of a just-healed cluster is still moving (NOT_LEADER_OR_FOLLOWER until UpdateMetadata lands)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)[1])
+        except KafkaException as e:
+            if not e.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def read_partitions(
     bootstrap: str, topic: str, partitions: int, timeout: float = 90.0
 ) -> dict[tuple[int, int], int]:
@@ -505,10 +518,7 @@ def read_partitions(
         "logger": CLIENT_LOG,
     })  # fmt: skip
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1]
-            for p in range(partitions)
-        }
+        ends = {p: high_watermark(consumer, topic, p) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         records: dict[tuple[int, int], int] = {}
         next_offset = dict.fromkeys(range(partitions), 0)

@@ -17,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from fault_helpers import high_watermark
 from kazoo.exceptions import NoNodeError
 
 
@@ -174,7 +175,7 @@ def read_partitions(bootstrap: str, topic: str, partitions: int, timeout: float 
         }
     )
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1] for p in range(partitions)}
+        ends = {p: high_watermark(consumer, topic, p) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got: dict[int, dict[int, int]] = {p: {} for p in range(partitions)}
         deadline = time.monotonic() + timeout
