@@ -17,8 +17,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from fault_helpers import high_watermark
 from kazoo.exceptions import NoNodeError
+
+from tests.faults.fault_helpers import high_watermark
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> float:
