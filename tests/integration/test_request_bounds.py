@@ -1,0 +1,121 @@
+"""Hostile counts in admin requests are refused before the broker allocates for them.
+
+Issue 19's reproduction: one CreateTopics v2 for one topic with num_partitions = 10^9 took a
+broker from 101 MB to over 4 GB within a second, because it built the replica assignment
+before refusing anything; with validate_only and 10^7 it still allocated 50 MB. Each test
+sends the raw request and checks Kafka's error code, and that the broker's RSS stayed flat.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kafkapy.client.connection import BrokerConnection
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import (
+    InvalidPartitionsException,
+    InvalidRequestException,
+    TopicExistsException,
+)
+from kafkapy.testing import KafkapyCluster
+
+# Refusing a request allocates next to nothing; 20 MB leaves room for the allocator's noise.
+RSS_SLACK_KB = 20 * 1024
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+@pytest.fixture
+def conn(kafkapy_shared_cluster: KafkapyCluster) -> Iterator[BrokerConnection]:
+    broker = kafkapy_shared_cluster.broker(0)
+    with BrokerConnection("127.0.0.1", broker.port, timeout=30) as c:
+        yield c
+
+
+def _pid(cluster: KafkapyCluster) -> int:
+    process = cluster.broker(0).process
+    assert process is not None
+    return process.pid
+
+
+def _create(
+    conn: BrokerConnection,
+    name: str,
+    partitions: int,
+    validate_only: bool = False,
+    assignments: list[dict[str, object]] | None = None,
+    rf: int = 1,
+) -> tuple[int, str | None]:
+    body = {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": rf,
+                "assignments": assignments or [],
+                "configs": [],
+            }
+        ],
+        "timeout_ms": 10000,
+        "validate_only": validate_only,
+    }
+    response = conn.send(ApiKey.CREATE_TOPICS, 2, body)
+    assert response is not None
+    topic = response.topics[0]
+    return topic.error_code, topic.error_message
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("partitions, validate_only", [(1_000_000_000, False), (10_000_000, True)])
+def test_create_topics_with_a_hostile_partition_count_is_refused_with_flat_rss(
+    kafkapy_shared_cluster: KafkapyCluster, conn: BrokerConnection, partitions: int, validate_only: bool
+) -> None:
+    pid = _pid(kafkapy_shared_cluster)
+    conn.send(ApiKey.API_VERSIONS, 0, {})  # the connection's own buffers exist before measuring
+    before = rss_kb(pid)
+    code, message = _create(conn, f"bounds-huge-{partitions}", partitions, validate_only)
+    time.sleep(0.2)
+    after = rss_kb(pid)
+    assert code == InvalidPartitionsException.code
+    assert message is not None and "kafkapy.topic.max.partitions" in message
+    assert after - before < RSS_SLACK_KB, f"RSS grew from {before} kB to {after} kB"
+
+
+@pytest.mark.timeout(60)
+def test_create_topics_refuses_a_count_together_with_an_assignment(conn: BrokerConnection) -> None:
+    code, message = _create(conn, "bounds-mixed", 3, assignments=[{"partition_index": 0, "broker_ids": [0]}])
+    assert code == InvalidRequestException.code
+    assert message is not None and "Both cannot be used at the same time" in message
+
+
+@pytest.mark.timeout(60)
+def test_create_partitions_with_a_hostile_count_is_refused_with_flat_rss(
+    kafkapy_shared_cluster: KafkapyCluster, conn: BrokerConnection
+) -> None:
+    code, _ = _create(conn, "bounds-grow", 1)
+    assert code in (0, TopicExistsException.code)
+    pid = _pid(kafkapy_shared_cluster)
+    before = rss_kb(pid)
+    for validate_only in (True, False):
+        body = {
+            "topics": [{"name": "bounds-grow", "count": 1_000_000_000, "assignments": None}],
+            "timeout_ms": 10000,
+            "validate_only": validate_only,
+        }
+        response = conn.send(ApiKey.CREATE_PARTITIONS, 1, body)
+        assert response is not None
+        result = response.results[0]
+        assert result.error_code == InvalidPartitionsException.code
+        assert "kafkapy.topic.max.partitions" in (result.error_message or "")
+    time.sleep(0.2)
+    after = rss_kb(pid)
+    assert after - before < RSS_SLACK_KB, f"RSS grew from {before} kB to {after} kB"
