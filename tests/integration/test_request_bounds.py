@@ -18,8 +18,10 @@ from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     InvalidPartitionsException,
     InvalidRequestException,
+    InvalidTopicException,
     TopicExistsException,
 )
+from kafkapy.protocol.record_batch import build_batch
 from kafkapy.testing import KafkapyCluster
 
 # Refusing a request allocates next to nothing; 20 MB leaves room for the allocator's noise.
@@ -119,3 +121,23 @@ def test_create_partitions_with_a_hostile_count_is_refused_with_flat_rss(
     time.sleep(0.2)
     after = rss_kb(pid)
     assert after - before < RSS_SLACK_KB, f"RSS grew from {before} kB to {after} kB"
+
+
+@pytest.mark.timeout(60)
+def test_produce_to_an_internal_topic_is_refused(conn: BrokerConnection) -> None:
+    """A client's batch in __consumer_offsets would be inflated by the group coordinator's
+    loading: Kafka refuses the append with INVALID_TOPIC_EXCEPTION, and so do we."""
+    body = {
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": "__consumer_offsets",
+                "partition_data": [{"index": 0, "records": bytes(build_batch([(None, b"x", [], 1)]))}],
+            }
+        ],
+    }
+    response = conn.send(ApiKey.PRODUCE, 7, body)
+    assert response is not None
+    partition = response.responses[0].partition_responses[0]
+    assert partition.error_code == InvalidTopicException.code
