@@ -30,6 +30,7 @@ from kafkapy.protocol.errors import (
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.zk.admin_zk_client import check_partition_count
+from kafkapy.server.zk.errors import TopicAlreadyMarkedForDeletionError
 
 _POLL_S = 0.02
 
@@ -227,6 +228,9 @@ async def handle_delete_topics(apis: KafkaApis, request: Request, body: Any) -> 
         else:
             try:
                 await loop.run_in_executor(None, _admin(apis).delete_topic, name)
+                pending.append(response)
+            except TopicAlreadyMarkedForDeletionError:
+                # Kafka's ZkAdminManager swallows it: the deletion under way is this one too.
                 pending.append(response)
             except KafkaError as e:
                 response["error_code"] = e.code
