@@ -140,11 +140,35 @@ class _Compiler:
             out.append(f"{ind}    else: {target} = list(_unpack('>%d{code}' % {n}, b, p))")
             out.append(f"{ind}    p += {n} * {size}")
             return
+        least = self.min_size(f)
+        if least > 1:
+            # Each element takes at least `least` bytes: a count the frame cannot hold is refused
+            # before one Message is built, so a frame never decodes into more objects than its
+            # bytes allow (a 100 MB frame of 1-byte "elements" would be gigabytes of objects).
+            out.append(f"{ind}    if {n} * {least} > len(b) - p: raise _fail('{where}: count beyond the frame')")
         out.append(f"{ind}    {target} = []")
         x = self.tmp("x")
         out.append(f"{ind}    for _ in range({n}):")
         self.read_value(f, out, ind + "        ", x, element=True)
         out.append(f"{ind}        {target}.append({x})")
+
+    def min_size(self, f: Field, element: bool = True) -> int:
+        """The fewest bytes one value of `f` (one element, for an array) takes at this version."""
+        v = self.version
+        if v not in f.versions or v in f.tagged:
+            return 0
+        if f.is_array and not element:
+            return 1 if self.flexible else 4
+        t = f.type
+        if t in _FIXED:
+            return struct.calcsize(_FIXED[t])
+        if t == "uuid":
+            return 16
+        if t in ("string", "bytes", "records"):
+            return 1 if self.flexible else (2 if t == "string" else 4)
+        if v in f.nullable and not element:
+            return 1
+        return sum(self.min_size(sub, element=False) for sub in f.fields) + (1 if self.flexible else 0)
 
     def struct_decoder(self, f: Field) -> str:
         return self.struct_functions(f.type, f.fields)[0]
