@@ -141,3 +141,64 @@ def test_produce_to_an_internal_topic_is_refused(conn: BrokerConnection) -> None
     assert response is not None
     partition = response.responses[0].partition_responses[0]
     assert partition.error_code == InvalidTopicException.code
+
+
+@pytest.mark.timeout(60)
+def test_metadata_answers_a_topic_named_many_times_once(conn: BrokerConnection) -> None:
+    """Kafka reads the requested topics into a Set; a list repeating __consumer_offsets-sized
+    topics would otherwise multiply the answer."""
+    code, _ = _create(conn, "bounds-meta", 1)
+    assert code in (0, TopicExistsException.code)
+    body = {"topics": [{"name": "bounds-meta"}] * 5000, "allow_auto_topic_creation": False}
+    response = conn.send(ApiKey.METADATA, 9, body)
+    assert response is not None
+    assert [t.name for t in response.topics] == ["bounds-meta"]
+
+
+@pytest.mark.timeout(60)
+def test_describe_configs_refuses_repeats_of_one_resource(conn: BrokerConnection) -> None:
+    """Seven request bytes describe ~200 broker configs: 20,000 copies would have built a
+    response of hundreds of megabytes."""
+    resource = {"resource_type": 4, "resource_name": "", "configuration_keys": None}
+    response = conn.send(
+        ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [resource] * 20000, "include_synonyms": True}
+    )
+    assert response is not None
+    first, *repeats = response.results
+    assert first.error_code == 0 and len(first.configs) > 50
+    assert len(repeats) == 19999
+    assert {(r.error_code, len(r.configs)) for r in repeats} == {(InvalidRequestException.code, 0)}
+
+
+@pytest.mark.timeout(60)
+def test_describe_groups_refuses_repeats_of_one_group(conn: BrokerConnection) -> None:
+    response = conn.send(ApiKey.DESCRIBE_GROUPS, 1, {"groups": ["bounds-group"] * 1000})
+    assert response is not None
+    assert response.groups[0].error_code != InvalidRequestException.code
+    assert {g.error_code for g in response.groups[1:]} == {InvalidRequestException.code}
+
+
+@pytest.mark.timeout(60)
+def test_fetch_of_one_partition_named_many_times_reads_it_once(conn: BrokerConnection) -> None:
+    """Kafka's fetch data is a map by partition: 1,000 copies of one partition with
+    partition_max_bytes each would otherwise send its data 1,000 times."""
+    code, _ = _create(conn, "bounds-fetch", 1)
+    assert code in (0, TopicExistsException.code)
+    batch = bytes(build_batch([(None, b"x" * 1000, [], 1)]))
+    produce = {"acks": 1, "timeout_ms": 5000,
+               "topic_data": [{"name": "bounds-fetch", "partition_data": [{"index": 0, "records": batch}]}]}  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:  # the new topic's leader may take a moment
+        produced = conn.send(ApiKey.PRODUCE, 7, produce)
+        assert produced is not None
+        if produced.responses[0].partition_responses[0].error_code == 0:
+            break
+        assert time.monotonic() < deadline, "could not produce to bounds-fetch"
+        time.sleep(0.2)
+    partition = {"partition": 0, "fetch_offset": 0, "log_start_offset": -1, "partition_max_bytes": 1 << 20}
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 50 << 20, "isolation_level": 0,
+            "topics": [{"topic": "bounds-fetch", "partitions": [partition] * 1000}]}  # fmt: skip
+    response = conn.send(ApiKey.FETCH, 11, body)
+    assert response is not None
+    partitions = [p for t in response.responses for p in t.partitions]
+    assert len(partitions) == 1 and partitions[0].error_code == 0 and partitions[0].records

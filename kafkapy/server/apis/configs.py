@@ -131,6 +131,7 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
     loop = asyncio.get_running_loop()
     version = request.header.api_version
     results = []
+    seen: set[tuple[int, str]] = set()
     for r in body.resources:
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None
         result = {
@@ -141,6 +142,12 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
             "configs": [],
         }
         try:
+            # A resource's description is a few hundred entries for seven request bytes: a
+            # request repeating it would build a response thousands of times its own size.
+            # The repeats are refused (kafkapy's bound; Kafka 2.x describes every copy).
+            if (r.resource_type, r.resource_name) in seen:
+                raise InvalidRequestException(f"Duplicate resource {r.resource_name!r} in request")
+            seen.add((r.resource_type, r.resource_name))
             if r.resource_type == TOPIC:
                 result["configs"] = await loop.run_in_executor(
                     None,
