@@ -90,6 +90,9 @@ def test_create_topics_with_a_hostile_partition_count_is_refused_with_flat_rss(
     assert code == InvalidPartitionsException.code
     assert message is not None and "kafkapy.topic.max.partitions" in message
     assert after - before < RSS_SLACK_KB, f"RSS grew from {before} kB to {after} kB"
+    print(
+        f"\nCreateTopics {partitions} partitions (validate_only={validate_only}): RSS {before} -> {after} kB"
+    )
 
 
 @pytest.mark.timeout(60)

@@ -62,7 +62,7 @@ def _broker_synonyms(apis: KafkaApis) -> dict[str, list[tuple[str, str]]]:
 
 
 def describe_topic(
-    apis: KafkaApis, topic: str, keys: list[str] | None, synonyms: bool, docs: bool
+    apis: KafkaApis, topic: str, keys: set[str] | None, synonyms: bool, docs: bool
 ) -> list[dict[str, Any]]:
     from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF, LogConfig
 
@@ -101,7 +101,7 @@ def describe_topic(
     return out
 
 
-def describe_broker(apis: KafkaApis, keys: list[str] | None, docs: bool) -> list[dict[str, Any]]:
+def describe_broker(apis: KafkaApis, keys: set[str] | None, docs: bool) -> list[dict[str, Any]]:
     config = apis.config
     originals = config.originals
     out = []
@@ -133,7 +133,8 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
     results = []
     seen: set[tuple[int, str]] = set()
     for r in body.resources:
-        keys = list(r.configuration_keys) if r.configuration_keys is not None else None
+        # A set: each described config is looked up in the client's key list, which may be long.
+        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
         result = {
             "error_code": 0,
             "error_message": None,
