@@ -22,7 +22,11 @@ from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.message import MISSING, Message, attr_name, build_classes
 from kafkapy.protocol.schema import FACTORY, Field, Spec
 
-Decoder = Callable[[memoryview, int], tuple[Message, int]]
+# (buffer, position, budget) -> (message, new position). `budget` is a one-element list: the
+# array elements the whole message may still decode into. Each element becomes a Python object
+# of ~20 times its wire size (a 4-byte partition index: an 84-byte Message), so the frame size
+# alone would let a 100 MB request decode into 2 GB; the budget bounds it whatever the frame.
+Decoder = Callable[[memoryview, int, list[int]], tuple[Message, int]]
 Encoder = Callable[[Any, bytearray], None]
 
 _FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
@@ -112,9 +116,9 @@ class _Compiler:
             fn = self.struct_decoder(f)
             if nullable and not element:
                 out.append(f"{ind}if b[p] >= 128: {target} = None; p += 1")
-                out.append(f"{ind}else: {target}, p = {fn}(b, p + 1)")
+                out.append(f"{ind}else: {target}, p = {fn}(b, p + 1, st)")
             else:
-                out.append(f"{ind}{target}, p = {fn}(b, p)")
+                out.append(f"{ind}{target}, p = {fn}(b, p, st)")
 
     def read_field(self, f: Field, out: list[str], ind: str, target: str) -> None:
         if not f.is_array:
@@ -131,6 +135,12 @@ class _Compiler:
             out.append(f"{ind}    raise _fail('null or negative count in {where}')")
         out.append(f"{ind}else:")
         out.append(f"{ind}    if {n} > len(b) - p: raise _fail('{where}: count beyond the frame')")
+        # `st[0]`: the elements this message may still decode into (see Decoder). One
+        # subtraction per array, not per element.
+        out.append(f"{ind}    st[0] -= {n}")
+        out.append(
+            f"{ind}    if st[0] < 0: raise _fail('{where}: more array elements than one message may hold')"
+        )
         if f.type in _FIXED:
             code = _FIXED[f.type]
             size = struct.calcsize(code)
@@ -143,9 +153,10 @@ class _Compiler:
         least = self.min_size(f)
         if least > 1:
             # Each element takes at least `least` bytes: a count the frame cannot hold is refused
-            # before one Message is built, so a frame never decodes into more objects than its
-            # bytes allow (a 100 MB frame of 1-byte "elements" would be gigabytes of objects).
-            out.append(f"{ind}    if {n} * {least} > len(b) - p: raise _fail('{where}: count beyond the frame')")
+            # before one Message is built, instead of after building as many as the bytes allow.
+            out.append(
+                f"{ind}    if {n} * {least} > len(b) - p: raise _fail('{where}: count beyond the frame')"
+            )
         out.append(f"{ind}    {target} = []")
         x = self.tmp("x")
         out.append(f"{ind}    for _ in range({n}):")
@@ -185,7 +196,7 @@ class _Compiler:
     def gen_decoder(self, fname: str, name: str, fields: tuple[Field, ...]) -> None:
         v = self.version
         cls = self.const(self.classes[name])
-        out = [f"def {fname}(b, p):"]
+        out = [f"def {fname}(b, p, st):"]
         args: list[str] = []
         run: list[tuple[str, str]] = []  # pending fixed-width (local, code) fields
 

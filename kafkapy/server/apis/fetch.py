@@ -53,7 +53,9 @@ def _replica_id(body: Any, version: int) -> int:
 def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     header = request.header
     version = header.api_version
-    body = messages.decode_request(header.api_key, version, request.buffer, request.body_offset)
+    body = messages.decode_request(
+        header.api_key, version, request.buffer, request.body_offset, apis.max_request_elements
+    )
     cache = apis.metadata_cache
     # Keyed by partition as Kafka's fetchData map is: a partition named twice is fetched once
     # (the last entry wins, in the first one's place), so repeating one partition cannot

@@ -33,3 +33,28 @@ def test_produce_partition_count_is_bounded_by_eight_bytes_each() -> None:
         decode_produce_request(3, head + struct.pack(">i", 10) + bytes(79), 0)
     decoded = decode_produce_request(3, head + struct.pack(">i", 10) + struct.pack(">ii", 0, -1) * 10, 0)
     assert len(decoded.topics[0][1]) == 10
+
+
+@pytest.mark.timeout(30)
+def test_a_request_decodes_into_at_most_max_elements_over_all_its_arrays() -> None:
+    """OffsetDelete v0 with 2.5 million partitions is a 10 MB frame that decoded into 214 MB of
+    Messages (~21 times its size; 100 MB frames are allowed): the element budget refuses it."""
+    n = 2_500_000
+    body = (
+        struct.pack(">h", 1) + b"g" + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t"
+        + struct.pack(">i", n) + struct.pack(f">{n}i", *range(n))
+    )  # fmt: skip
+    with pytest.raises(ProtocolError, match="more array elements than one message may hold"):
+        messages.decode_request(ApiKey.OFFSET_DELETE, 0, body)
+    small = messages.decode_request(ApiKey.OFFSET_DELETE, 0, body, max_elements=n + 1)
+    assert len(small.topics[0].partitions) == n
+    # The budget spans every array of the message, not each one on its own.
+    two = (
+        struct.pack(">h", 1)
+        + b"g"
+        + struct.pack(">i", 2)
+        + (struct.pack(">h", 1) + b"t" + struct.pack(">ii", 1, 0)) * 2
+    )
+    assert len(messages.decode_request(ApiKey.OFFSET_DELETE, 0, two, max_elements=4).topics) == 2
+    with pytest.raises(ProtocolError):
+        messages.decode_request(ApiKey.OFFSET_DELETE, 0, two, max_elements=3)
