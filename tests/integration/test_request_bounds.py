@@ -8,12 +8,15 @@ sends the raw request and checks Kafka's error code, and that the broker's RSS s
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.protocol import framing
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     InvalidPartitionsException,
@@ -205,3 +208,26 @@ def test_fetch_of_one_partition_named_many_times_reads_it_once(conn: BrokerConne
     assert response is not None
     partitions = [p for t in response.responses for p in t.partitions]
     assert len(partitions) == 1 and partitions[0].error_code == 0 and partitions[0].records
+
+
+@pytest.mark.timeout(60)
+def test_a_request_with_millions_of_array_elements_is_refused_before_decoding_them(
+    kafkapy_shared_cluster: KafkapyCluster,
+) -> None:
+    """A 10 MB OffsetDelete naming 2.5 million partitions decodes into ~214 MB of Python
+    objects; kafkapy.request.max.elements (2,000,000) refuses it as a malformed request: the
+    connection is closed, and the broker's RSS grows by little more than the frame."""
+    n = 2_500_000
+    body = (
+        struct.pack(">h", 1) + b"g" + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t"
+        + struct.pack(">i", n) + struct.pack(f">{n}i", *range(n))
+    )  # fmt: skip
+    frame = framing.encode_request_frame(ApiKey.OFFSET_DELETE, 0, 7, "bounds", body)
+    pid = _pid(kafkapy_shared_cluster)
+    before = rss_kb(pid)
+    with socket.create_connection(("127.0.0.1", kafkapy_shared_cluster.broker(0).port), timeout=30) as sock:
+        sock.sendall(frame)
+        assert sock.recv(4096) == b"", "the broker answered instead of closing the connection"
+    after = rss_kb(pid)
+    print(f"\nOffsetDelete with {n} partitions ({len(frame) >> 20} MB): RSS {before} -> {after} kB")
+    assert after - before < 60 * 1024, f"RSS grew from {before} kB to {after} kB"
