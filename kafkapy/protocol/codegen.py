@@ -22,7 +22,11 @@ from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.message import MISSING, Message, attr_name, build_classes
 from kafkapy.protocol.schema import FACTORY, Field, Spec
 
-Decoder = Callable[[memoryview, int], tuple[Message, int]]
+# (buffer, position, budget) -> (message, new position). `budget` is a one-element list: the
+# array elements the whole message may still decode into. Each element becomes a Python object
+# of ~20 times its wire size (a 4-byte partition index: an 84-byte Message), so the frame size
+# alone would let a 100 MB request decode into 2 GB; the budget bounds it whatever the frame.
+Decoder = Callable[[memoryview, int, list[int]], tuple[Message, int]]
 Encoder = Callable[[Any, bytearray], None]
 
 _FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
@@ -112,9 +116,9 @@ class _Compiler:
             fn = self.struct_decoder(f)
             if nullable and not element:
                 out.append(f"{ind}if b[p] >= 128: {target} = None; p += 1")
-                out.append(f"{ind}else: {target}, p = {fn}(b, p + 1)")
+                out.append(f"{ind}else: {target}, p = {fn}(b, p + 1, st)")
             else:
-                out.append(f"{ind}{target}, p = {fn}(b, p)")
+                out.append(f"{ind}{target}, p = {fn}(b, p, st)")
 
     def read_field(self, f: Field, out: list[str], ind: str, target: str) -> None:
         if not f.is_array:
@@ -131,6 +135,12 @@ class _Compiler:
             out.append(f"{ind}    raise _fail('null or negative count in {where}')")
         out.append(f"{ind}else:")
         out.append(f"{ind}    if {n} > len(b) - p: raise _fail('{where}: count beyond the frame')")
+        # `st[0]`: the elements this message may still decode into (see Decoder). One
+        # subtraction per array, not per element.
+        out.append(f"{ind}    st[0] -= {n}")
+        out.append(
+            f"{ind}    if st[0] < 0: raise _fail('{where}: more array elements than one message may hold')"
+        )
         if f.type in _FIXED:
             code = _FIXED[f.type]
             size = struct.calcsize(code)
@@ -140,11 +150,36 @@ class _Compiler:
             out.append(f"{ind}    else: {target} = list(_unpack('>%d{code}' % {n}, b, p))")
             out.append(f"{ind}    p += {n} * {size}")
             return
+        least = self.min_size(f)
+        if least > 1:
+            # Each element takes at least `least` bytes: a count the frame cannot hold is refused
+            # before one Message is built, instead of after building as many as the bytes allow.
+            out.append(
+                f"{ind}    if {n} * {least} > len(b) - p: raise _fail('{where}: count beyond the frame')"
+            )
         out.append(f"{ind}    {target} = []")
         x = self.tmp("x")
         out.append(f"{ind}    for _ in range({n}):")
         self.read_value(f, out, ind + "        ", x, element=True)
         out.append(f"{ind}        {target}.append({x})")
+
+    def min_size(self, f: Field, element: bool = True) -> int:
+        """The fewest bytes one value of `f` (one element, for an array) takes at this version."""
+        v = self.version
+        if v not in f.versions or v in f.tagged:
+            return 0
+        if f.is_array and not element:
+            return 1 if self.flexible else 4
+        t = f.type
+        if t in _FIXED:
+            return struct.calcsize(_FIXED[t])
+        if t == "uuid":
+            return 16
+        if t in ("string", "bytes", "records"):
+            return 1 if self.flexible else (2 if t == "string" else 4)
+        if v in f.nullable and not element:
+            return 1
+        return sum(self.min_size(sub, element=False) for sub in f.fields) + (1 if self.flexible else 0)
 
     def struct_decoder(self, f: Field) -> str:
         return self.struct_functions(f.type, f.fields)[0]
@@ -161,7 +196,7 @@ class _Compiler:
     def gen_decoder(self, fname: str, name: str, fields: tuple[Field, ...]) -> None:
         v = self.version
         cls = self.const(self.classes[name])
-        out = [f"def {fname}(b, p):"]
+        out = [f"def {fname}(b, p, st):"]
         args: list[str] = []
         run: list[tuple[str, str]] = []  # pending fixed-width (local, code) fields
 

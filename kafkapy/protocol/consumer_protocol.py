@@ -58,13 +58,17 @@ def _encode(name: str, version: int, body: Mapping[str, Any]) -> bytes:
     return bytes(out)
 
 
+# Client bytes (a member's subscription): the same element bound as a request's.
+MAX_ELEMENTS = 2_000_000
+
+
 def _decode(name: str, data: bytes | memoryview) -> Any:
     view = memoryview(data).cast("B")
     try:
         (version,) = _VERSION.unpack_from(view, 0)
         if version < 0:
             raise ProtocolError(f"{name} version {version} is negative")
-        return _codec(name, version)[0](view, 2)[0]
+        return _codec(name, version)[0](view, 2, [MAX_ELEMENTS])[0]
     except (struct.error, IndexError, ValueError) as e:
         raise ProtocolError(f"malformed {name}: {e}") from e
 

@@ -92,13 +92,23 @@ def message_class(api_key: int, version: int, kind: str = "response") -> type[Me
     return _codec(api_key, kind, version)[2]
 
 
-def _decode(kind: str, api_key: int, version: int, buf: memoryview | bytes, offset: int) -> Message:
+# kafkapy.request.max.elements' default: array elements one request may decode into. The
+# largest legitimate requests are a controller's UpdateMetadata/LeaderAndIsr for a whole
+# cluster (~7 elements a partition: 200,000 partitions are 1.4 million).
+DEFAULT_MAX_REQUEST_ELEMENTS = 2_000_000
+# Responses come from brokers we chose to talk to: bounded by their frame size only.
+_UNBOUNDED = 1 << 62
+
+
+def _decode(
+    kind: str, api_key: int, version: int, buf: memoryview | bytes, offset: int, max_elements: int
+) -> Message:
     decoder = _codec(api_key, kind, version)[0]
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     try:
-        return decoder(view, offset)[0]
+        return decoder(view, offset, [max_elements])[0]
     except ProtocolError:
         raise
     except (struct.error, IndexError, ValueError, OverflowError, MemoryError) as e:
@@ -117,12 +127,19 @@ def _encode(kind: str, api_key: int, version: int, obj: Message | Mapping[str, A
     return bytes(out)
 
 
-def decode_request(api_key: int, version: int, buf: memoryview | bytes, offset: int = 0) -> Message:
-    return _decode("request", api_key, version, buf, offset)
+def decode_request(
+    api_key: int,
+    version: int,
+    buf: memoryview | bytes,
+    offset: int = 0,
+    max_elements: int = DEFAULT_MAX_REQUEST_ELEMENTS,
+) -> Message:
+    """ProtocolError when malformed, or when its arrays hold more than `max_elements` in all."""
+    return _decode("request", api_key, version, buf, offset, max_elements)
 
 
 def decode_response(api_key: int, version: int, buf: memoryview | bytes, offset: int = 0) -> Message:
-    return _decode("response", api_key, version, buf, offset)
+    return _decode("response", api_key, version, buf, offset, _UNBOUNDED)
 
 
 def encode_request(api_key: int, version: int, obj: Message | Mapping[str, Any] | Any) -> bytes:

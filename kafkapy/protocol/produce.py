@@ -94,7 +94,10 @@ def _classic(mv: memoryview, p: int) -> ProduceRequest:
         p += n
     acks, timeout_ms, n_topics = _ACKS_TIMEOUT_COUNT.unpack_from(mv, p)
     p += 10
-    if n_topics < 0 or n_topics > len(mv) - p:
+    # Counts are bounded by the fewest bytes an element takes (a topic: name length and
+    # partition count, 6; a partition: index and records length, 8), so no count makes more
+    # tuples than the frame's bytes allow.
+    if n_topics < 0 or n_topics * 6 > len(mv) - p:
         raise _beyond("topics", n_topics)
     topics = []
     for _ in range(n_topics):
@@ -105,7 +108,7 @@ def _classic(mv: memoryview, p: int) -> ProduceRequest:
         name = str(mv[p : p + n], "utf-8")
         (n_parts,) = _I32(mv, p + n)
         p += n + 4
-        if n_parts < 0 or n_parts > len(mv) - p:
+        if n_parts < 0 or n_parts * 8 > len(mv) - p:
             raise _beyond("partitions", n_parts)
         parts = []
         for _ in range(n_parts):
@@ -152,7 +155,8 @@ def _flexible(mv: memoryview, p: int) -> ProduceRequest:
     else:
         n_topics, p = uv(mv, p)
     n_topics -= 1
-    if n_topics < 0 or n_topics > len(mv) - p:
+    # Fewest bytes: a topic 3 (name, partition count, tags), a partition 6 (index, records, tags).
+    if n_topics < 0 or n_topics * 3 > len(mv) - p:
         raise _beyond("topics", n_topics)
     topics = []
     for _ in range(n_topics):
@@ -172,7 +176,7 @@ def _flexible(mv: memoryview, p: int) -> ProduceRequest:
         else:
             n_parts, p = uv(mv, p)
         n_parts -= 1
-        if n_parts < 0 or n_parts > len(mv) - p:
+        if n_parts < 0 or n_parts * 6 > len(mv) - p:
             raise _beyond("partitions", n_parts)
         parts = []
         for _ in range(n_parts):

@@ -34,7 +34,7 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from crc32c import crc32c
 
@@ -316,6 +316,10 @@ def set_log_append_time(buf: memoryview, position: int, size: int, timestamp: in
 
 # -- record codec (tests, tools, timestamp lookups; never the append path) ----------------------
 
+# The smallest record: length, attributes, timestamp delta, offset delta, key length, value
+# length and header count, one byte each.
+MIN_RECORD_SIZE: Final = 7
+
 Header = tuple[str, bytes | None]
 
 
@@ -378,6 +382,14 @@ def decode_records(buf: memoryview | bytes | bytearray, position: int = 0) -> li
         raise UnsupportedForMessageFormatException("decode_records reads uncompressed batches only")
     log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
     pos, end = position + HEADER_SIZE, position + header.size
+    if end > len(view):
+        raise CorruptRecordException(f"Batch of {header.size} bytes is truncated to {len(view) - position}")
+    # The count comes from the wire: a batch claiming 2^31 records in 100 bytes is refused here,
+    # before the loop, since every record takes at least MIN_RECORD_SIZE bytes.
+    if not 0 <= header.records_count <= (end - pos) // MIN_RECORD_SIZE:
+        raise CorruptRecordException(
+            f"Found invalid record count {header.records_count} in magic v2 batch of {header.size} bytes"
+        )
     out: list[Record] = []
     for _ in range(header.records_count):
         length, pos = _get_varint(view, pos)
@@ -390,6 +402,8 @@ def decode_records(buf: memoryview | bytes | bytearray, position: int = 0) -> li
         key, pos = _get_bytes(view, pos)
         value, pos = _get_bytes(view, pos)
         n_headers, pos = _get_varint(view, pos)
+        if not 0 <= n_headers <= (rec_end - pos) // 2:  # a header takes two length varints at least
+            raise CorruptRecordException(f"Found invalid number of record headers {n_headers}")
         headers: list[Header] = []
         for _ in range(n_headers):
             hkey, pos = _get_bytes(view, pos)

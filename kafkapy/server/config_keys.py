@@ -67,6 +67,15 @@ BROKER_CONFIG = (
             "Start a local ZooKeeper when zookeeper.connect is a loopback address and nothing answers there")
     .define("kafkapy.zookeeper.embedded.data.dir", STRING, None, None, LOW,
             "Data dir of the embedded ZooKeeper; unset: zookeeper-data beside the first log dir")
+    # ---- kafkapy's bounds on what one request may ask for (no Kafka equivalent: Kafka 2.x
+    # computes a replica assignment of any size before refusing it; these make a hostile
+    # CreateTopics/CreatePartitions refused before anything is allocated)
+    .define("kafkapy.topic.max.partitions", INT, 100000, at_least(1), LOW,
+            "Most partitions one topic may be created with or grown to (CreateTopics, CreatePartitions, tools)")
+    .define("kafkapy.request.max.partitions", INT, 1000000, at_least(1), LOW,
+            "Most partitions one CreateTopics or CreatePartitions request may ask for, over all its topics")
+    .define("kafkapy.request.max.elements", INT, 2000000, at_least(1), LOW,
+            "Most array elements one request may decode into, over all its arrays (each is a Python object)")
     # ---- General
     .define("broker.id", INT, -1, None, HIGH, "This broker's id; -1 lets the broker generate one from ZooKeeper")
     .define("broker.id.generation.enable", BOOLEAN, True, None, MEDIUM, "Allow broker id generation when broker.id is -1")

@@ -21,7 +21,7 @@ from kafkapy.server.zk.cluster_znodes import BrokerInfo, EndPoint
 def _server(controller_id: int = -1) -> Any:
     info = BrokerInfo(7, (EndPoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),))
     return SimpleNamespace(
-        config=SimpleNamespace(auto_create_topics_enable=False),
+        config=SimpleNamespace(auto_create_topics_enable=False, kafkapy_request_max_elements=2_000_000),
         broker_id=7,
         cluster_id="cluster",
         metadata_cache=MetadataCache(7),

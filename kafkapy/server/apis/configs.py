@@ -45,7 +45,7 @@ def _dynamic(apis: KafkaApis) -> DynamicBrokerConfig:
 
 
 def describe_topic(
-    apis: KafkaApis, topic: str, keys: list[str] | None, synonyms: bool, docs: bool
+    apis: KafkaApis, topic: str, keys: set[str] | None, synonyms: bool, docs: bool
 ) -> list[dict[str, Any]]:
     from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF, LogConfig
 
@@ -88,8 +88,10 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
     loop = asyncio.get_running_loop()
     version = request.header.api_version
     results = []
+    seen: set[tuple[int, str]] = set()
     for r in body.resources:
-        keys = list(r.configuration_keys) if r.configuration_keys is not None else None
+        # A set: each described config is looked up in the client's key list, which may be long.
+        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
         result = {
             "error_code": 0,
             "error_message": None,
@@ -98,6 +100,12 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
             "configs": [],
         }
         try:
+            # A resource's description is a few hundred entries for seven request bytes: a
+            # request repeating it would build a response thousands of times its own size.
+            # The repeats are refused (kafkapy's bound; Kafka 2.x describes every copy).
+            if (r.resource_type, r.resource_name) in seen:
+                raise InvalidRequestException(f"Duplicate resource {r.resource_name!r} in request")
+            seen.add((r.resource_type, r.resource_name))
             if r.resource_type == TOPIC:
                 result["configs"] = await loop.run_in_executor(
                     None,
@@ -141,10 +149,15 @@ def _alter_topic(apis: KafkaApis, topic: str, new_configs: dict[str, str], valid
 
 
 async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) -> dict[str, Any]:
-    """Run `alter(resource)` off the loop for each topic or broker resource; errors per resource."""
+    """Run `alter(resource)` off the loop for each topic or broker resource; errors per resource.
+
+    Kafka reads the resources into a map, so a resource named twice is altered once (the last
+    entry wins) and answered once: repeats cannot multiply ZooKeeper writes and the config
+    change notifications every broker acts on."""
     loop = asyncio.get_running_loop()
     responses = []
-    for r in body.resources:
+    unique = {(r.resource_type, r.resource_name): r for r in body.resources}
+    for r in unique.values():
         response = {
             "error_code": 0,
             "error_message": None,

@@ -54,9 +54,14 @@ def _replica_id(body: Any, version: int) -> int:
 def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     header = request.header
     version = header.api_version
-    body = messages.decode_request(header.api_key, version, request.buffer, request.body_offset)
+    body = messages.decode_request(
+        header.api_key, version, request.buffer, request.body_offset, apis.max_request_elements
+    )
     cache = apis.metadata_cache
-    wanted: list[_Wanted] = []
+    # Keyed by partition as Kafka's fetchData map is: a partition named twice is fetched once
+    # (the last entry wins, in the first one's place), so repeating one partition cannot
+    # multiply the response past max_bytes.
+    wanted_by: dict[tuple[Any, int], _Wanted] = {}
     for t in body.topics:
         if version >= 13:
             topic_id = t.topic_id
@@ -66,24 +71,18 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
             topic_id, name = cache.topic_id(t.topic), t.topic
             code = 0 if cache.contains_topic(name) else UnknownTopicOrPartitionException.code
         for p in t.partitions:
-            wanted.append(
-                _Wanted(
-                    name,
-                    topic_id,
-                    p.partition,
-                    p.fetch_offset,
-                    p.partition_max_bytes,
-                    p.current_leader_epoch,
-                    code,
-                )
+            wanted_by[(name if name is not None else topic_id, p.partition)] = _Wanted(
+                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, code
             )
+    wanted = list(wanted_by.values())
     if version >= 7 and body.session_id != 0:
         # We never hand out sessions, so an id the client thinks it has is unknown here.
         return fetch_codec.encode_fetch_response(
             version, header.correlation_id, [], error_code=FetchSessionIdNotFoundException.code
         )
     replica_id = _replica_id(body, version)
-    max_bytes = body.max_bytes if version >= 3 else 2**31 - 1
+    # Kafka's KafkaApis: min(request's max_bytes (Int.MaxValue before v3), fetch.max.bytes).
+    max_bytes = min(body.max_bytes if version >= 3 else 2**31 - 1, apis.config.fetch_max_bytes)
     isolation = body.isolation_level if version >= 4 else 0
     if replica_id >= 0 and version >= 5:
         # Followers report their log start offsets (aligned with `wanted`): DeleteRecords waits for them.

@@ -230,7 +230,26 @@ def handle_leave_group(apis: KafkaApis, request: Request, body: Any) -> dict[str
 def handle_describe_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     gc = coordinator(apis)
     groups = []
+    seen: set[str] = set()
     for group_id in body.groups:
+        if group_id in seen:
+            # A group's description carries every member's metadata and assignment (client
+            # bytes): naming it twice would repeat them all. The repeats are refused
+            # (kafkapy's bound; Kafka 2.x describes every copy).
+            groups.append(
+                {
+                    "error_code": InvalidRequestException.code,
+                    "error_message": f"Duplicate group {group_id!r} in request",
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                }
+            )
+            continue
+        seen.add(group_id)
         if gc is None:
             code, summary = (
                 _NOT_AVAILABLE,

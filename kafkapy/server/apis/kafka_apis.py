@@ -84,6 +84,7 @@ class KafkaApis:
 
         self.server = server
         self.config = server.config
+        self.max_request_elements: int = server.config.kafkapy_request_max_elements
         # api key -> (handler, lowest version, highest version): one lookup per request
         self._routes: dict[int, tuple[Handler, int, int]] = {
             int(k): (h, *SUPPORTED_VERSIONS[k]) for k, h in HANDLERS.items() if k in SUPPORTED_VERSIONS
@@ -139,7 +140,11 @@ class KafkaApis:
                 return result  # the produce path: framed already, no awaitable check
         else:
             body = messages.decode_request(
-                header.api_key, header.api_version, request.buffer, request.body_offset
+                header.api_key,
+                header.api_version,
+                request.buffer,
+                request.body_offset,
+                self.max_request_elements,
             )
             result = handler.fn(self, request, body)
         if inspect.isawaitable(result):

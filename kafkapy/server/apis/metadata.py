@@ -81,7 +81,14 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
     if all_topics:
         topics_out = [topic_metadata(apis, t, listener) for t in cache.all_topics()]
     else:
+        seen: set[Any] = set()
         for t in requested:
+            # Kafka reads the requested topics into a Set: a topic named twice is answered
+            # once, so repeating a large topic's name cannot multiply the response.
+            key = t.name if t.name is not None else getattr(t, "topic_id", None)
+            if key in seen:
+                continue
+            seen.add(key)
             name = t.name
             topic_id = getattr(t, "topic_id", None) or ZERO_UUID
             if name is None and topic_id != ZERO_UUID:

@@ -15,6 +15,7 @@ from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import CoordinatorNotAvailableException, UnknownTopicOrPartitionException
 from kafkapy.server.apis.groups import coordinator
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.network.request_channel import Request
 
@@ -40,6 +41,15 @@ def _topics_response(
 # -- OffsetCommit ------------------------------------------------------------------------------
 
 
+def _expire_timestamp(now: int, retention_ms: int) -> int | None:
+    """v2-v4's retention_time_ms: -1 is the broker's offsets.retention.minutes. A retention
+    near Long.MAX_VALUE would overflow an int64; Kafka's long addition wraps it into the past
+    (expired at once), which is not what a client asking to keep its offsets means: saturate."""
+    if retention_ms == -1:
+        return None
+    return min(now + retention_ms, LONG_MAX)
+
+
 @handles(ApiKey.OFFSET_COMMIT)
 async def handle_offset_commit(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     version = request.header.api_version
@@ -59,7 +69,7 @@ async def handle_offset_commit(apis: KafkaApis, request: Request, body: Any) -> 
                 p.committed_leader_epoch if version >= 6 else -1,
                 p.committed_metadata if p.committed_metadata is not None else NO_METADATA,
                 now,
-                now + retention if retention != -1 else None,
+                _expire_timestamp(now, retention),
             )
     gc = coordinator(apis)
     if offsets:

@@ -17,6 +17,7 @@ from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CorruptRecordException,
     InvalidRequiredAcksException,
+    InvalidTopicException,
     TransactionalIdAuthorizationException,
     UnknownTopicOrPartitionException,
 )
@@ -24,6 +25,7 @@ from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import ProduceResult
+from kafkapy.server.zk.topic_name import INTERNAL_TOPICS
 
 log = logging.getLogger("kafkapy.server.KafkaApis")
 
@@ -47,10 +49,18 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
     else:
         refused = 0
     for topic, partitions in req.topics:
+        # Only the broker's own coordinators write __consumer_offsets (through the replica
+        # manager, not here): a client's batch there would be inflated and parsed when a
+        # coordinator loads the partition. Kafka's ReplicaManager refuses it so.
+        internal = topic in INTERNAL_TOPICS
         for index, records in partitions:
             tp = TopicPartition(topic, index)
             if refused:
                 results[tp] = ProduceResult(refused)
+            elif internal:
+                results[tp] = ProduceResult(
+                    InvalidTopicException.code, error_message=f"Cannot append to internal topic {topic}"
+                )
             elif partition_info(topic, index) is None:
                 results[tp] = ProduceResult(UnknownTopicOrPartitionException.code)
             elif records is None or len(records) == 0:

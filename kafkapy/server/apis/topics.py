@@ -18,6 +18,8 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    InvalidPartitionsException,
+    InvalidRequestException,
     KafkaError,
     NotControllerException,
     TimeoutException,
@@ -27,6 +29,8 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.zk.admin_zk_client import check_partition_count
+from kafkapy.server.zk.errors import TopicAlreadyMarkedForDeletionError
 
 _POLL_S = 0.02
 
@@ -41,7 +45,29 @@ def topic_id_from_zk(topic_id: str | None) -> uuid.UUID | None:
 def _admin(apis: KafkaApis) -> Any:
     from kafkapy.server.zk.admin_zk_client import AdminZkClient
 
-    return AdminZkClient(apis.zk)
+    return AdminZkClient(apis.zk, max_partitions=apis.config.kafkapy_topic_max_partitions)
+
+
+class _PartitionBudget:
+    """kafkapy.request.max.partitions over one request's topics: each topic's count (as asked,
+    before any assignment is built) is checked against kafkapy.topic.max.partitions and taken
+    from the budget; a topic over either is refused with INVALID_PARTITIONS while the other
+    topics go on."""
+
+    def __init__(self, limit: int, per_topic: int) -> None:
+        self.limit = limit
+        self.per_topic = per_topic
+        self.used = 0
+
+    def take(self, topic: str, partitions: int, total: int | None = None) -> None:
+        """`partitions` new ones, for a topic that will have `total` (default: the same)."""
+        check_partition_count(topic, partitions if total is None else total, self.per_topic)
+        if partitions > 0 and self.used + partitions > self.limit:
+            raise InvalidPartitionsException(
+                f"Topic {topic} with {partitions} partitions would take this request past the maximum "
+                f"of {self.limit} partitions per request (kafkapy.request.max.partitions)."
+            )
+        self.used += max(partitions, 0)
 
 
 def is_controller(apis: KafkaApis) -> bool:
@@ -74,6 +100,12 @@ def auto_create_topic(apis: KafkaApis, topic: str) -> None:
     _admin(apis).create_topic(topic, apis.config.num_partitions, apis.config.default_replication_factor, {})
 
 
+def _budget(apis: KafkaApis) -> _PartitionBudget:
+    return _PartitionBudget(
+        apis.config.kafkapy_request_max_partitions, apis.config.kafkapy_topic_max_partitions
+    )
+
+
 # -- CreateTopics ------------------------------------------------------------------------------
 
 
@@ -84,6 +116,7 @@ async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> 
     created: list[tuple[dict[str, Any], int]] = []
     controller = is_controller(apis)
     seen: set[str] = set()
+    budget = _budget(apis)
     for t in body.topics:
         result: dict[str, Any] = {
             "name": t.name,
@@ -100,12 +133,28 @@ async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> 
             result["error_message"] = "This is not the correct controller for this cluster."
             continue
         if t.name in seen:
-            result["error_code"] = 42  # INVALID_REQUEST
+            result["error_code"] = InvalidRequestException.code
             result["error_message"] = f"Create topics request from client contains a duplicate topic {t.name}"
             continue
         seen.add(t.name)
+        if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
+            # Kafka's ZkAdminManager.createTopics refuses the mix in these words.
+            result["error_code"] = InvalidRequestException.code
+            result["error_message"] = (
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time."
+            )
+            continue
         partitions = t.num_partitions if t.num_partitions != -1 else apis.config.num_partitions
         rf = t.replication_factor if t.replication_factor != -1 else apis.config.default_replication_factor
+        try:
+            budget.take(t.name, len(t.assignments) if t.assignments else partitions)
+        except KafkaError as e:
+            result["error_code"] = e.code
+            result["error_message"] = e.message
+            continue
+        # The decoder bounded these lists by the frame's bytes; the partition count itself is
+        # checked against kafkapy.topic.max.partitions by AdminZkClient before placement.
         assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
         configs = {c.name: c.value for c in t.configs}
         create = functools.partial(
@@ -180,6 +229,9 @@ async def handle_delete_topics(apis: KafkaApis, request: Request, body: Any) -> 
             try:
                 await loop.run_in_executor(None, _admin(apis).delete_topic, name)
                 pending.append(response)
+            except TopicAlreadyMarkedForDeletionError:
+                # Kafka's ZkAdminManager swallows it: the deletion under way is this one too.
+                pending.append(response)
             except KafkaError as e:
                 response["error_code"] = e.code
                 response["error_message"] = e.message
@@ -197,13 +249,26 @@ async def handle_create_partitions(apis: KafkaApis, request: Request, body: Any)
     loop = asyncio.get_running_loop()
     results: list[dict[str, Any]] = []
     pending: list[tuple[dict[str, Any], int]] = []
+    budget = _budget(apis)
+    seen: set[str] = set()
     for t in body.topics:
         result = {"name": t.name, "error_code": 0, "error_message": None}
         results.append(result)
         if not is_controller(apis):
             result["error_code"] = NotControllerException.code
             continue
+        if t.name in seen:
+            result["error_code"] = InvalidRequestException.code
+            result["error_message"] = "Duplicate topic in request."
+            continue
+        seen.add(t.name)
         existing = len(apis.metadata_cache.partitions.get(t.name, {}))
+        try:
+            budget.take(t.name, t.count - existing, t.count)
+        except KafkaError as e:
+            result["error_code"] = e.code
+            result["error_message"] = e.message
+            continue
         assignments = (
             {existing + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
             if t.assignments is not None

@@ -46,6 +46,18 @@ TOPIC_CONFIG_NAMES = frozenset({
 
 ConfigValidator = Callable[[Mapping[str, str]], None]
 
+# kafkapy.topic.max.partitions' default, for callers without a broker config (the tools).
+DEFAULT_MAX_PARTITIONS = 100000
+
+
+def check_partition_count(topic: str, partitions: int, max_partitions: int) -> None:
+    """Refuse a partition count above the bound before any assignment is computed: building
+    the replica assignment of a hostile count (10^9) is what took a broker past 4 GB."""
+    if partitions > max_partitions:
+        raise InvalidPartitionsException(
+            f"Number of partitions {partitions} for topic {topic} is larger than the maximum "
+            f"{max_partitions} allowed (kafkapy.topic.max.partitions).")
+
 
 def validate_topic_config_names(configs: Mapping[str, str]) -> None:
     """The default check: names only. Whoever owns LogConfig can pass a full validator
@@ -71,10 +83,11 @@ class CreatedTopic:
 
 class AdminZkClient:
     def __init__(self, zk: KafkaZkClient, config_validator: ConfigValidator = validate_topic_config_names,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> None:
         self.zk = zk
         self._validate_configs = config_validator
         self._rng = rng
+        self.max_partitions = max_partitions
 
     # -- topics -------------------------------------------------------------------------------
 
@@ -86,9 +99,11 @@ class AdminZkClient:
         the live brokers), or from an explicit {partition: replicas}."""
         configs = dict(configs or {})
         if replica_assignment is None:
+            check_partition_count(topic, partitions, self.max_partitions)
             assignment = assign_replicas_to_brokers(self.zk.get_sorted_broker_list(), partitions,
                                                     replication_factor, rng=self._rng)
         else:
+            check_partition_count(topic, len(replica_assignment), self.max_partitions)
             assignment = {int(p): list(r) for p, r in replica_assignment.items()}
         self.validate_topic_create(topic, assignment, configs)
         topic_id = generate_topic_id() if use_topic_id else None
@@ -139,9 +154,15 @@ class AdminZkClient:
             raise InvalidPartitionsException(
                 f"The number of partitions for a topic can only be increased. Topic {topic} currently has "
                 f"{len(existing)} partitions, {num_partitions} would not be an increase.")
+        check_partition_count(topic, num_partitions, self.max_partitions)
         brokers = self.zk.get_sorted_broker_list()
         if replica_assignment is not None:
             new = {int(p): list(r) for p, r in replica_assignment.items()}
+            added = num_partitions - len(existing)
+            if len(new) != added:
+                # Kafka's AdminZkClient.createNewPartitionsAssignment words it so.
+                raise InvalidReplicaAssignmentException(
+                    f"Increasing the number of partitions by {added} but {len(new)} assignments provided.")
             self._validate_new_replica_assignment(new, len(partition0), set(brokers))
         else:
             # Continue the placement where the existing partitions left off.
