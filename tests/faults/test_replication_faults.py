@@ -196,7 +196,8 @@ def wait_healed(run: FaultRun, what: str) -> float:
         # before it registered anew, and the controller had REGISTRATION_SETTLE_S to react to that.
         now = time.monotonic()
         for b, czxid in run.down_czxid.items():
-            if znode_stat(run.zk, f"/brokers/ids/{b}") in (None, czxid):
+            stat = znode_stat(run.zk, f"/brokers/ids/{b}")
+            if stat is None or stat[0] == czxid:
                 return False
             if now - run.reregistered_at.setdefault(b, now) < REGISTRATION_SETTLE_S:
                 return False
