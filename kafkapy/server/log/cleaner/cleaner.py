@@ -249,8 +249,11 @@ class Cleaner:
                 self.id, cleaned.base_offset, [s.base_offset for s in group], log.name,
             )  # fmt: skip
         except BaseException:
-            cleaned.close()
-            cleaned.delete()
+            # Only a segment the swap has not touched yet is thrown away: once renamed to
+            # `.swap` it is the log's data, and the loader completes the swap after a restart.
+            if cleaned.log.path.endswith(CLEANED_SUFFIX):
+                cleaned.close()
+                cleaned.delete()
             raise
 
 
