@@ -253,3 +253,46 @@ def test_compaction_keeps_latest_values_and_drops_expired_tombstones(kafkapy_clu
         f"probe produce latency idle: {idle.figures()}; while cleaning: {busy.figures()}\n"
         f"first summary:{text[0]}"
     )
+
+
+FAULT_RECORDS = int(os.environ.get("CLEANER_FAULT_RECORDS", "100000"))
+
+
+@pytest.mark.timeout(int(WAIT_S) * 3)
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
+@pytest.mark.kafkapy_cluster(overrides={**OVERRIDES, "log.cleaner.io.max.bytes.per.second": "1000000"})
+def test_kill_9_during_a_cleaning_loses_and_duplicates_nothing(kafkapy_cluster: KafkapyCluster) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    bootstrap = kafkapy_cluster.bootstrap_servers
+    broker = kafkapy_cluster.broker(0)
+    plain = {"segment.bytes": "102400", "retention.ms": "-1"}
+    create_topic(kafkapy_cluster, "compacted", plain)
+    workload = Workload(bootstrap, "compacted")
+    workload.write(FAULT_RECORDS, KEYS, 0, tombstone_every=10)
+    # Written as a plain topic, then made compacted: one long (throttled) cleaning follows.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "compacted", set_config={**plain, **TOPIC_CONFIG})
+    admin.alter_configs([resource])[resource].result(30)
+    wait_until(
+        lambda: cleaner_log(broker).count("Swapped in cleaned segment") >= 3,
+        "a cleaning half done",
+        timeout=WAIT_S,
+    )
+    assert not summaries(broker), "the cleaning must still be running when the broker is killed"
+    swapped = cleaner_log(broker).count("Swapped in cleaned segment")
+    broker.kill()
+    broker.start()
+    kafkapy_cluster.wait_until_ready()
+    wait_until(lambda: cleaned_to_active_segment(broker, "compacted"), "the cleaning after the restart")
+    leftovers = [
+        p.name for p in log_dir_of(broker, "compacted").iterdir() if p.suffix in (".swap", ".cleaned")
+    ]
+    assert not leftovers
+    records = check_log(bootstrap, "compacted", workload, tombstones_gone=False)
+    at_load = re.findall(r"(Recovering swap file \S+|Deleting stray temporary file \S+)", broker.server_log())
+    print(
+        f"\nat load: {at_load or 'no interrupted swap (killed between segments)'}"
+        f"\nkill -9 after {swapped} swapped segments of the first cleaning; after restart and cleaning: "
+        f"{len(records)} records, every live key's latest value at its offset, no duplicates"
+    )
