@@ -4,7 +4,8 @@ Retention follows Kafka's rules: segments go oldest first and stop at the first 
 goes only when the high watermark has passed all of it (consumers may still need the rest);
 the last segment goes only if it has data, and then a new empty one is rolled first, because
 a log always has an active segment. cleanup.policy=compact logs keep their segments except
-for those wholly below the log start offset (DeleteRecords).
+for those wholly below the log start offset (DeleteRecords); the log cleaner (log/cleaner/) compacts
+them. A truncation pauses and aborts the cleaning of its log first (`cleaning_pause`).
 """
 
 from __future__ import annotations
