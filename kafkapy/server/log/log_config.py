@@ -3,7 +3,7 @@
 `TOPIC_CONFIG_DEF` is the table (DescribeConfigs lists it with sources); `BROKER_TO_TOPIC_CONFIG`
 maps the broker-wide names in server.properties to the topic names they default. Every Kafka
 2.8 topic config is accepted so that `--config` lines written for Kafka keep working; those the
-log does not act on yet (down-conversion, preallocate) are only stored; compaction is the log
+log does not act on yet (throttling, down-conversion, preallocate) are only stored; compaction is the log
 cleaner's (log/cleaner/).
 """
 
