@@ -196,3 +196,20 @@ def test_a_full_offset_map_cleans_what_it_covers_and_reports_where_it_stopped(ma
     end, _ = clean_once(log, cleaner=cleaner)
     assert 0 < end < log.active_segment.base_offset
     assert latest_by_key(all_records(log))[b"k0"][1] == b"v0-2"
+
+
+@pytest.mark.timeout(30)
+def test_an_empty_producer_batch_goes_once_the_producer_wrote_again(make_log) -> None:
+    log = make_log()
+    log.append_as_leader(keyed([(b"a", b"1")], producer_id=7, producer_epoch=2, base_sequence=0))
+    fill(log, 10, keys=3)
+    log.append_as_leader(keyed([(b"a", b"2")]))
+    fill(log, 10, keys=3)
+    log.roll()
+    end, _ = clean_once(log)
+    log.append_as_leader(keyed([(b"b", b"1")], producer_id=7, producer_epoch=2, base_sequence=1))
+    fill(log, 10, keys=3)
+    log.roll()
+    clean_once(log, first_dirty=end)
+    headers = [h for s in log.log_segments for _, h in s.log.batches_from(0) if h.producer_id == 7]
+    assert [(h.records_count, h.base_sequence) for h in headers] == [(1, 1)]

@@ -129,6 +129,12 @@ class Cleaner:
         end_offset = self.build_offset_map(
             log, cleanable.first_dirty_offset, cleanable.first_uncleanable_offset, stats
         )
+        if end_offset <= cleanable.first_dirty_offset:
+            raise RuntimeError(
+                f"Unable to build the offset map for {log.name} from offset {cleanable.first_dirty_offset}: the "
+                "dedupe buffer is too small. You can increase log.cleaner.dedupe.buffer.size or decrease "
+                "log.cleaner.threads"
+            )
         stats.map_complete_s = time.monotonic()
         stats.buffer_utilization = self.offset_map.utilization
         logger.info(

@@ -86,6 +86,9 @@ def filter_batch(
     if header.is_control:
         # Transaction markers stay until the transaction support removes them as Kafka does.
         return FilterResult(batch, header.records_count, header.records_count)
+    if header.records_count == 0:
+        # An empty batch kept for its producer: it goes once a later batch of that producer exists.
+        return FilterResult(batch if is_last_of_producer else None, 0, 0)
     codec = header.compression
     section = batch[HEADER_SIZE:]
     body = memoryview(decompress(codec, section)) if codec != CompressionType.NONE else section
