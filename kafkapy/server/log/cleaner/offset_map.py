@@ -1,8 +1,10 @@
 """SkimpyOffsetMap: key -> latest offset over a log's dirty section, in a fixed-size table.
 
 As in Kafka, a key is stored as its 16-byte MD5 digest next to an 8-byte offset, 24 bytes a
-slot, in one preallocated buffer (`bytearray`), so the memory a cleaner thread uses is the
-dedupe buffer it was given whatever the keys look like. Open addressing with linear probing;
+slot, in one preallocated buffer, so the memory a cleaner thread uses is at most the dedupe
+buffer it was given whatever the keys look like. The buffer is an anonymous mmap rather than a
+bytearray (which zero-fills, making all 128 MiB resident at once): pages become resident only
+as slots are used, and `clear` maps a fresh one. Open addressing with linear probing;
 a slot whose digest is all zeros is empty (an MD5 of all zeros is as unlikely as the hash
 collisions Kafka already accepts). Two keys with the same digest count as one key: the cost is
 Kafka's too, one in 2^128.
@@ -11,6 +13,7 @@ Kafka's too, one in 2^128.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import struct
 
 HASH_SIZE = 16  # MD5
@@ -27,7 +30,7 @@ class OffsetMapFullError(RuntimeError):
 class SkimpyOffsetMap:
     def __init__(self, memory: int) -> None:
         self.slots = max(memory // BYTES_PER_ENTRY, 1)
-        self._table = bytearray(self.slots * BYTES_PER_ENTRY)
+        self._table = mmap.mmap(-1, self.slots * BYTES_PER_ENTRY)
         self._view = memoryview(self._table)
         self.size = 0
         self.latest_offset = -1
@@ -78,7 +81,7 @@ class SkimpyOffsetMap:
     def clear(self) -> None:
         # A fresh calloc'ed buffer: pages the next cleaning never touches cost nothing.
         self._view.release()
-        self._table = bytearray(self.slots * BYTES_PER_ENTRY)
+        self._table = mmap.mmap(-1, self.slots * BYTES_PER_ENTRY)
         self._view = memoryview(self._table)
         self.size = 0
         self.latest_offset = -1
