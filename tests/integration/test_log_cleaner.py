@@ -164,6 +164,24 @@ def summaries(broker: BrokerHandle) -> list[str]:
     return re.findall(r"Log cleaner thread 0 cleaned log [^\n]*\n(?:\t[^\n]*\n)+", cleaner_log(broker))
 
 
+def cleaning_totals(texts: list[str]) -> str:
+    """Sum of the summaries: MB processed, seconds, MB/s, records read and kept."""
+    mb = secs = 0.0
+    read = kept = 0
+    for text in texts:
+        m = re.search(r"([\d.,]+) MB of log processed in ([\d.,]+) seconds", text)
+        n = re.search(r"Start size: .*?\(([\d,]+) messages\)\n\tEnd size: .*?\(([\d,]+) messages\)", text)
+        if m and n:
+            mb += float(m.group(1).replace(",", ""))
+            secs += float(m.group(2).replace(",", ""))
+            read += int(n.group(1).replace(",", ""))
+            kept += int(n.group(2).replace(",", ""))
+    return (
+        f"{len(texts)} cleanings: {mb:.1f} MB processed in {secs:.1f} s of cleaning "
+        f"({mb / max(secs, 1e-9):.1f} MB/s), {read} records read, {kept} kept"
+    )
+
+
 def check_log(
     bootstrap: str, topic: str, workload: Workload, tombstones_gone: bool
 ) -> list[tuple[int, bytes, bytes | None]]:
@@ -264,7 +282,7 @@ def test_compaction_keeps_latest_values_and_drops_expired_tombstones(kafkapy_clu
         f"later; {after_first / 1e6:.2f} MB on disk after that; tombstones gone after {round_} more rounds; "
         f"{len(records)} records left.\n"
         f"probe produce latency idle: {idle.figures()}; while cleaning: {busy.figures()}\n"
-        f"first summary:{text[0]}"
+        f"{cleaning_totals(text)}\nlargest summary:{max(text, key=len)}"
     )
 
 
