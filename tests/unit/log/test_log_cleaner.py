@@ -3,6 +3,8 @@ delete.retention.ms, the active segment untouched, producer state intact, compre
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from cleaner_helpers import all_records, clean_once, keyed, latest_by_key, make_cleaner, set_mtime
 from log_helpers import FakeClock, small_config
@@ -10,14 +12,17 @@ from log_helpers import FakeClock, small_config
 from kafkapy.protocol.compression import compress_batch
 from kafkapy.protocol.errors import InvalidRecordException
 from kafkapy.protocol.record_batch import CompressionType
+from kafkapy.server.log.cleaner.cleaner import CleanerStats
 from kafkapy.server.log.cleaner.cleaner_manager import LogCleanerManager
 from kafkapy.server.log.cleaner.segment_groups import group_segments_by_size
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.segment_swap import SegmentsChangedError
+from kafkapy.server.log.topic_partition import TopicPartition
 
 
 def compact_config(**overrides: object) -> LogConfig:
-    return small_config(cleanup_policy=("compact",), **overrides)
+    return small_config(**{"cleanup_policy": ("compact",), **overrides})
 
 
 @pytest.fixture
@@ -213,3 +218,36 @@ def test_an_empty_producer_batch_goes_once_the_producer_wrote_again(make_log) ->
     clean_once(log, first_dirty=end)
     headers = [h for s in log.log_segments for _, h in s.log.batches_from(0) if h.producer_id == 7]
     assert [(h.records_count, h.base_sequence) for h in headers] == [(1, 1)]
+
+
+@pytest.mark.timeout(30)
+def test_a_swap_is_refused_when_retention_or_truncation_changed_the_segments(make_log) -> None:
+    log = make_log(compact_config(cleanup_policy=("compact", "delete"), retention_ms=-1))
+    fill(log, 20)
+    log.high_watermark = log.log_end_offset
+    cleaner = make_cleaner()
+    stats = CleanerStats()
+    end = cleaner.build_offset_map(log, 0, log.active_segment.base_offset, stats)
+    group = log.segments_in_range(0, end)[:2]
+    log.maybe_increment_log_start_offset(group[1].base_offset)
+    log.delete_old_segments()  # retention removes the first segment meanwhile
+    with pytest.raises(SegmentsChangedError):
+        cleaner.clean_segments(log, group, 0, stats)
+    assert not [n for n in os.listdir(log.dir) if n.endswith((".cleaned", ".swap"))]
+    offsets = [r.offset for r in all_records(log)]
+    assert offsets == sorted(set(offsets)) and offsets[0] == group[1].base_offset
+
+
+@pytest.mark.timeout(30)
+def test_compact_delete_logs_are_chosen_and_delete_logs_are_not(make_log, clock: FakeClock) -> None:
+    log = make_log(compact_config(cleanup_policy=("compact", "delete"), min_cleanable_dirty_ratio=0.1))
+    fill(log, 20)
+    log.high_watermark = log.log_end_offset
+    tp = TopicPartition("t", 0)
+    manager = LogCleanerManager([os.path.dirname(log.dir)], lambda: {tp: log}, clock)
+    chosen = manager.grab_filthiest_compacted_log()
+    assert chosen is not None and chosen.log is log and chosen.cleanable_ratio == 1.0
+    assert manager.grab_filthiest_compacted_log() is None  # in progress: not chosen twice
+    manager.done_cleaning(tp, os.path.dirname(log.dir), None)
+    log.update_config(small_config())
+    assert manager.grab_filthiest_compacted_log() is None
