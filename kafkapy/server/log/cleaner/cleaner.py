@@ -194,7 +194,9 @@ class Cleaner:
         self, log: Log, group: list[LogSegment], delete_horizon_ms: int, stats: CleanerStats
     ) -> None:
         first = group[0]
-        cleaned = open_segment_with_suffix(log.dir, first.base_offset, log.config, CLEANED_SUFFIX)
+        cleaned = open_segment_with_suffix(
+            log.dir, first.base_offset, log.config, CLEANED_SUFFIX, self._time_ms
+        )
         try:
             last_batch_of_producer = log.last_batch_offsets_by_producer()
             sizes = [s.size for s in group]
