@@ -165,7 +165,6 @@ class Cleaner:
         full = False
         for segment in segments:
             self._check_done(log)
-            logger.info("Cleaner %d: Indexing segment %s of log %s", self.id, segment, log.name)
             for batch, header in iter_segment_batches(segment, self.io_buffer_size):
                 if header.last_offset < start or header.is_control:
                     continue
@@ -252,7 +251,7 @@ class Cleaner:
             mtime_s = group[-1].last_modified / 1000
             os.utime(cleaned.log.path, (mtime_s, mtime_s))
             log.replace_segments(cleaned, group, sizes)
-            logger.info(
+            logger.debug(
                 "Cleaner %d: Swapped in cleaned segment %d for %s in log %s",
                 self.id, cleaned.base_offset, [s.base_offset for s in group], log.name,
             )  # fmt: skip
