@@ -102,6 +102,7 @@ class KafkaServer:
 
     async def startup(self) -> None:
         from kafkapy.server.apis.kafka_apis import KafkaApis
+        from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig
         from kafkapy.server.log.log_config import LogConfig
         from kafkapy.server.log.log_manager import LogManager
 
@@ -128,6 +129,7 @@ class KafkaServer:
         self.log_manager = LogManager(
             self.config.log_dirs, default_log_config, topic_configs, scheduler=scheduler,
             recovery_threads_per_data_dir=self.config.num_recovery_threads_per_data_dir,
+            cleaner_config=CleanerConfig.from_kafka_config(self.config),
         )  # fmt: skip
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown

@@ -24,6 +24,7 @@ from kafkapy.protocol.record_batch import (
     validate_records,
 )
 from kafkapy.server.config_def import LONG_MAX
+from kafkapy.server.log.cleaner.record_filter import check_keys_for_compacted_topic
 from kafkapy.server.log.fetch_data_info import (
     FetchDataInfo,
     LogAppendInfo,
@@ -44,6 +45,13 @@ from kafkapy.server.log.log_loader import (
 from kafkapy.server.log.log_retention import RetentionAndTruncation
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
 from kafkapy.server.log.producer_state import ProducerStateManager
+from kafkapy.server.log.segment_swap import (
+    CLEANED_SUFFIX,
+    SWAP_SUFFIX,
+    SegmentsChangedError,
+    change_file_suffixes,
+    delete_replaced,
+)
 
 logger = logging.getLogger("kafkapy.log.Log")
 
@@ -89,6 +97,7 @@ class Log(RetentionAndTruncation):
         self._scheduler = scheduler
         self._lock = threading.RLock()
         self._closed = False
+        self.cleaning_pause = None
         started = time_ms()
         loaded = load_log(
             dir_, config, recovery_point, log_start_offset, had_clean_shutdown, time_ms, self._roll_jitter
@@ -157,6 +166,39 @@ class Log(RetentionAndTruncation):
         with self._lock:
             return sum(s.size for s in self._segments.values())
 
+    def segments_in_range(self, from_offset: int, to_offset: int) -> list[LogSegment]:
+        """The segments that may hold offsets in [from_offset, to_offset) (Kafka's logSegments)."""
+        with self._lock:
+            first = max(self._segments.bisect_right(from_offset) - 1, 0)
+            last = self._segments.bisect_left(to_offset)
+            return list(self._segments.values()[first:last])
+
+    def last_batch_offsets_by_producer(self) -> dict[int, int]:
+        """producer id -> last offset of its last batch: the cleaner keeps those batches."""
+        with self._lock:
+            return {pid: e.last_offset for pid, e in self.producer_state.producers.items()}
+
+    def replace_segments(self, new: LogSegment, old: list[LogSegment], expected_sizes: list[int]) -> None:
+        """Swap the cleaned segment `new` (files ending `.cleaned`) in for `old`.
+
+        Raises SegmentsChangedError, swapping nothing, when `old` is no longer what the
+        cleaner read (a truncation or retention got there first). Only this takes the lock,
+        not the rewrite before it.
+        """
+        with self._lock:
+            if self._closed:
+                raise SegmentsChangedError(f"Log {self.name} is closed")
+            for segment, size in zip(old, expected_sizes, strict=True):
+                if self._segments.get(segment.base_offset) is not segment or segment.size != size:
+                    raise SegmentsChangedError(f"Segment {segment} of {self.name} changed during cleaning")
+            change_file_suffixes(new, CLEANED_SUFFIX, SWAP_SUFFIX)
+            for segment in old:
+                del self._segments[segment.base_offset]
+            self._segments[new.base_offset] = new
+            self._hw_position = None
+            delete_replaced(old)
+            change_file_suffixes(new, SWAP_SUFFIX, "")
+
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
@@ -178,6 +220,8 @@ class Log(RetentionAndTruncation):
             batches = validate_records(buf, config.max_message_bytes, from_client=True)
             if not batches:
                 return self._empty_append_info()
+            if "compact" in config.cleanup_policy:
+                check_keys_for_compacted_topic(buf, batches, self.name)
             idempotent = False
             for _, header in batches:
                 if header.producer_id >= 0:

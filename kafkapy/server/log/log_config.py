@@ -3,7 +3,8 @@
 `TOPIC_CONFIG_DEF` is the table (DescribeConfigs lists it with sources); `BROKER_TO_TOPIC_CONFIG`
 maps the broker-wide names in server.properties to the topic names they default. Every Kafka
 2.8 topic config is accepted so that `--config` lines written for Kafka keep working; those the
-log does not act on yet (compaction, throttling, down-conversion, preallocate) are only stored.
+log does not act on yet (throttling, down-conversion, preallocate) are only stored; compaction is the log
+cleaner's (log/cleaner/).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ TOPIC_CONFIG_DEF = (
     .define("message.timestamp.difference.max.ms", _T.LONG, LONG_MAX, at_least(0),
             doc="With CreateTime, largest allowed difference between a record's timestamp and the broker's clock.")
     .define("cleanup.policy", _T.LIST, "delete", each_one_of("compact", "delete"),
-            doc="'delete' drops old segments by retention; 'compact' keeps them (compaction is not implemented).")
+            doc="'delete' drops old segments by retention; 'compact' has the log cleaner keep each key's latest record.")
     .define("min.insync.replicas", _T.INT, 1, at_least(1), doc="Replicas that must acknowledge an acks=all write.")
     .define("unclean.leader.election.enable", _T.BOOLEAN, False, doc="Allow a replica out of the ISR to lead.")
     .define("compression.type", _T.STRING, "producer",

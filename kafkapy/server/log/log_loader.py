@@ -1,8 +1,9 @@
 """Loading a log directory: its segments, their indexes, and recovery after an unclean shutdown.
 
 Steps, after Kafka's LogLoader:
-1. delete leftovers of interrupted operations (`.deleted`, `.cleaned`, `.swap`, `.tmp` files)
-   and index files whose `.log` is gone;
+1. delete leftovers of interrupted operations (`.deleted`, `.cleaned`, `.tmp` files), finish
+   an interrupted cleaner swap (`.swap` files, see segment_swap.py) and delete index files
+   whose `.log` is gone;
 2. open every segment; one whose offset or time index is missing or fails its sanity check
    is recovered at once (indexes rebuilt from the batches);
 3. after an unclean shutdown, recover every segment from the one holding the recovery point
@@ -39,10 +40,11 @@ from kafkapy.server.log.log_segment import (
     segment_paths,
 )
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
+from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, complete_swaps
 
 logger = logging.getLogger("kafkapy.log.LogLoader")
 
-_TEMP_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+_TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
 
 
 @dataclass(slots=True)
@@ -89,6 +91,7 @@ def _scan_files(dir_: str, prefix: str) -> list[int]:
         if name.endswith(_TEMP_SUFFIXES):
             logger.info("%s Deleting stray temporary file %s", prefix, path)
             os.unlink(path)
+    complete_swaps(dir_, prefix)
     names = set(os.listdir(dir_))
     for name in sorted(names):
         stem, ext = os.path.splitext(name)

@@ -18,9 +18,10 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from kafkapy.server.log.log import Log, Scheduler, system_time_ms
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.offset_checkpoint import (
@@ -52,6 +53,7 @@ class LogManager:
         time_ms: Callable[[], int] = system_time_ms,
         scheduler: Scheduler | None = None,
         recovery_threads_per_data_dir: int = 1,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         """Create missing log dirs and lock them all; `startup()` loads the logs."""
         if recovery_threads_per_data_dir < 1:
@@ -67,6 +69,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._lock = threading.Lock()
         self._dir_locks: list[int] = []
+        self.cleaner_config = cleaner_config  # None: no cleaner (tests of the log alone)
+        self.cleaner: LogCleaner | None = None
         try:
             for log_dir in self.log_dirs:
                 os.makedirs(log_dir, exist_ok=True)
@@ -101,6 +105,31 @@ class LogManager:
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
+        if self.cleaner_config is not None and self.cleaner_config.enable_cleaner:
+            self.cleaner = LogCleaner(self.cleaner_config, self.log_dirs, self.logs_by_topic_partition, self._time_ms)
+            for log in self.all_logs():
+                self._attach_cleaner(log)
+            self.cleaner.startup()
+
+    def _attach_cleaner(self, log: Log) -> None:
+        if self.cleaner is not None:
+            log.cleaning_pause = lambda offset, log=log: self._cleaning_paused(log, offset)
+
+    @contextlib.contextmanager
+    def _cleaning_paused(self, log: Log, truncate_offset: int) -> Iterator[None]:
+        """Around a truncation: abort any cleaning of the log, then move the cleaner checkpoint
+        back to the truncation offset if it was past it (Kafka's truncateTo)."""
+        cleaner = self.cleaner
+        if cleaner is None:
+            yield
+            return
+        tp = TopicPartition.from_dir_name(log.name)
+        cleaner.abort_and_pause_cleaning(tp)
+        try:
+            yield
+            cleaner.manager.maybe_truncate_checkpoint(log, tp, truncate_offset)
+        finally:
+            cleaner.resume_cleaning(tp)
 
     def _recovery_pool(self, log_dir: str) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(
@@ -110,6 +139,9 @@ class LogManager:
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean shutdown markers."""
         logger.info("Shutting down.")
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
+            self.cleaner = None
         with self._lock:
             logs = dict(self._logs)
         failed_dirs: set[str] = set()
@@ -233,6 +265,7 @@ class LogManager:
                 time_ms=self._time_ms, scheduler=self._scheduler,
             )  # fmt: skip
             self._logs[tp] = log
+            self._attach_cleaner(log)
         logger.info(
             "Created log for partition %s in %s with properties %s", tp, path, config.overrides(LogConfig())
         )
@@ -255,6 +288,9 @@ class LogManager:
         if log is None:
             return None
         log_dir = os.path.dirname(log.dir)
+        if self.cleaner is not None:
+            # Deletion aborts a cleaning first: it would write into the renamed directory.
+            self.cleaner.abort_cleaning(tp, log_dir)
         log.rename_dir(os.path.join(log_dir, f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()

@@ -4,15 +4,17 @@ Retention follows Kafka's rules: segments go oldest first and stop at the first 
 goes only when the high watermark has passed all of it (consumers may still need the rest);
 the last segment goes only if it has data, and then a new empty one is rolled first, because
 a log always has an active segment. cleanup.policy=compact logs keep their segments except
-for those wholly below the log start offset (DeleteRecords).
+for those wholly below the log start offset (DeleteRecords); the log cleaner (log/cleaner/) compacts
+them. A truncation pauses and aborts the cleaning of its log first (`cleaning_pause`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from sortedcontainers import SortedDict
 
@@ -43,6 +45,9 @@ class RetentionAndTruncation:
     dir: str
     recovery_point: int
     _hw_position: tuple[int, int, int] | None
+    # Set by the LogManager when a cleaner runs: pauses (aborting) the cleaning of this log
+    # around a truncation and moves its cleaner checkpoint back (Kafka's LogManager.truncateTo).
+    cleaning_pause: Callable[[int], contextlib.AbstractContextManager[None]] | None
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         raise NotImplementedError
@@ -157,11 +162,19 @@ class RetentionAndTruncation:
 
     # -- truncation -----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _cleaning_paused(self, offset: int) -> Iterator[None]:
+        if self.cleaning_pause is None:
+            yield
+        else:
+            with self.cleaning_pause(offset):
+                yield
+
     def truncate_to(self, target_offset: int) -> bool:
         """Remove everything from `target_offset` on (follower truncation); False if nothing changed."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
-        with self._lock:
+        with self._cleaning_paused(target_offset), self._lock:
             if target_offset >= self._next_offset:
                 logger.info(
                     "[Log partition=%s] Truncating to %d has no effect as the largest offset in the log is %d",
@@ -185,7 +198,7 @@ class RetentionAndTruncation:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start an empty log at `new_offset`."""
-        with self._lock:
+        with self._cleaning_paused(new_offset), self._lock:
             logger.info("[Log partition=%s] Truncate and start at offset %d", self.name, new_offset)
             self._remove_segments(list(self._segments.values()))
             for path in segment_paths(self.dir, new_offset):

@@ -1,0 +1,1 @@
+"""The log cleaner (Kafka's LogCleaner): compaction of cleanup.policy=compact logs."""
