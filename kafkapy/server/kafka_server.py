@@ -152,6 +152,7 @@ class KafkaServer:
             self.apis,
             framing.parse_request_header,
             api_name,
+            self._listener_security(),
         )
         await self.socket_server.startup()
         self.log_tasks = LogTasks(self.config, self.log_manager, self.replica_manager)
@@ -173,6 +174,32 @@ class KafkaServer:
         await loop.run_in_executor(None, self.controller.startup)
         self.state = BrokerState.RunningAsBroker
         log.info("%s started", self.log_ident)
+
+    def _listener_security(self) -> dict[str, Any]:
+        """TLS contexts and SASL settings of the listeners that need them (configuration errors,
+        GSSAPI included, stop the start-up here)."""
+        from kafkapy.server.security.channel_builder import listener_security
+
+        return {
+            ep.listener_name: listener_security(self.config, ep.listener_name, ep.security_protocol, self._scram_credential)
+            for ep in self.config.listener_endpoints()
+            if ep.security_protocol != "PLAINTEXT"
+        }
+
+    async def _scram_credential(self, mechanism: str, user: str) -> Any:
+        """A user's SCRAM credential from /config/users/<user>, read off the loop. Read at each
+        authentication, so a credential changed by kafkapy-configs applies to the next login."""
+        from kafkapy.server.security.scram import ScramError, read_scram_credential
+        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+
+        def read() -> Any:
+            try:
+                return read_scram_credential(AdminZkClient(self.zk.client), user, mechanism)
+            except ScramError as e:
+                log.warning("Invalid SCRAM credential of user %s: %s", user, e)
+                return None
+
+        return await asyncio.get_running_loop().run_in_executor(None, read)
 
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""

@@ -69,6 +69,7 @@ class KafkaApis:
             producer_ids,
             reassignments,
             records,
+            sasl,
             topics,
         )
 

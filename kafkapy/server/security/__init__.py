@@ -1,0 +1,14 @@
+"""Authentication for the broker's connections (KIP-651 TLS key stores, SASL PLAIN and SCRAM).
+
+Kafka keeps this in its `ChannelBuilder`s: the security protocol of a listener decides what a
+connection goes through before its requests reach KafkaApis. Here:
+
+- `listener_security.py` reads a listener's settings (`listener.name.<l>.` prefixes first);
+- `ssl_context.py` builds Python `ssl` contexts from Kafka's `ssl.*` keys, server and client side;
+- `principal.py` names who is on the other end (`User:CN=...`, `User:alice`, `User:ANONYMOUS`);
+- `jaas.py` parses `sasl.jaas.config` lines;
+- `scram.py` is RFC 5802/7677 SCRAM and Kafka's credential format in `/config/users/<user>`;
+- `sasl_state.py` is the server's SASL handshake as a transition table (no I/O);
+- `sasl_server.py` runs that table for one connection; `sasl_processor.py` plugs it into the
+  network layer; `sasl_client.py` is the blocking client side used between brokers.
+"""
