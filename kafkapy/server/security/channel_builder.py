@@ -61,11 +61,15 @@ def listener_security(
     return ListenerSecurity(protocol, context, mapper, sasl)
 
 
-def _sasl_listener_config(settings: ListenerSettings, scram_credentials: CredentialLookup | None) -> SaslListenerConfig:
+def _sasl_listener_config(
+    settings: ListenerSettings, scram_credentials: CredentialLookup | None
+) -> SaslListenerConfig:
     mechanisms = [m.upper() for m in settings.list("sasl.enabled.mechanisms")]
     key = settings.prefix + "sasl.enabled.mechanisms"
     if not mechanisms:
-        raise ConfigException(key, "", f"Listener {settings.listener_name} uses SASL but enables no mechanism")
+        raise ConfigException(
+            key, "", f"Listener {settings.listener_name} uses SASL but enables no mechanism"
+        )
     if "GSSAPI" in mechanisms:
         raise ConfigException(key, ",".join(mechanisms), GSSAPI_REFUSAL)
     unknown = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
@@ -91,7 +95,9 @@ def _jaas_module(settings: ListenerSettings, mechanism: str) -> object | None:
     try:
         return single_module(text, f"listener {settings.listener_name}, {mechanism}")
     except JaasConfigError as e:
-        raise ConfigException(f"{settings.prefix}{mechanism.lower()}.sasl.jaas.config", "[hidden]", str(e)) from e
+        raise ConfigException(
+            f"{settings.prefix}{mechanism.lower()}.sasl.jaas.config", "[hidden]", str(e)
+        ) from e
 
 
 def inter_broker_client_security(config: object) -> ClientSecurity:

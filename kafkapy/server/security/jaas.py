@@ -81,9 +81,15 @@ def parse_jaas_config(text: str) -> list[LoginModule]:
             if kind == ";":
                 i += 1
                 break
-            if kind != "word" or i + 2 >= len(tokens) or tokens[i + 1][0] != "=" or tokens[i + 2][0] not in (
-                "word",
-                "string",
+            if (
+                kind != "word"
+                or i + 2 >= len(tokens)
+                or tokens[i + 1][0] != "="
+                or tokens[i + 2][0]
+                not in (
+                    "word",
+                    "string",
+                )
             ):
                 raise JaasConfigError(f"Value not specified for key '{key}' in JAAS config")
             options[key] = tokens[i + 2][1]
@@ -98,5 +104,7 @@ def single_module(text: str, what: str) -> LoginModule:
     """The one login module Kafka allows in a broker's or client's sasl.jaas.config."""
     modules = parse_jaas_config(text)
     if len(modules) != 1:
-        raise JaasConfigError(f"JAAS config property contains {len(modules)} login modules, should be 1 module ({what})")
+        raise JaasConfigError(
+            f"JAAS config property contains {len(modules)} login modules, should be 1 module ({what})"
+        )
     return modules[0]

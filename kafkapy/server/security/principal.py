@@ -103,9 +103,7 @@ class SslPrincipalMapper:
         while pos < len(text):
             match = _RULE.match(text, pos)
             if match is None or match.end() == pos:
-                raise ConfigException(
-                    "ssl.principal.mapping.rules", text, f"Invalid rule: {text[pos:]}"
-                )
+                raise ConfigException("ssl.principal.mapping.rules", text, f"Invalid rule: {text[pos:]}")
             if match.group(2):
                 rules.append(_Rule(None, "", ""))
             else:

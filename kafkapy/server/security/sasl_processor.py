@@ -36,13 +36,16 @@ _API_KEY = struct.Struct(">h")
 
 
 class SaslProcessor(Processor):
-    def __init__(self, server: SocketServer, listener_name: str, client_ip: str, sasl: SaslListenerConfig) -> None:
+    def __init__(
+        self, server: SocketServer, listener_name: str, client_ip: str, sasl: SaslListenerConfig
+    ) -> None:
         super().__init__(server, listener_name, client_ip)
         self.authenticator = SaslServerAuthenticator(sasl, "")
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self.authenticator.connection_id = self.connection_id
+        self.authenticator.client_host = self.client_host
 
     def _dispatch(self, frame: memoryview) -> None:
         auth = self.authenticator
@@ -84,7 +87,11 @@ class SaslProcessor(Processor):
         self.last_active = time.monotonic()
         if task.cancelled() or task.exception() is not None:
             if not task.cancelled():
-                log.error("Closing connection %s: SASL authentication error", self.connection_id, exc_info=task.exception())
+                log.error(
+                    "Closing connection %s: SASL authentication error",
+                    self.connection_id,
+                    exc_info=task.exception(),
+                )
             self.close()
             return
         self._deliver(task.result())

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafkapy.protocol import framing, messages
-from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from kafkapy.protocol.errors import (
     IllegalSaslStateException,
     SaslAuthenticationException,
@@ -66,9 +66,10 @@ class AuthenticationFailed(Exception):
 
 
 class SaslServerAuthenticator:
-    def __init__(self, config: SaslListenerConfig, connection_id: str) -> None:
+    def __init__(self, config: SaslListenerConfig, connection_id: str, client_host: str = "") -> None:
         self.config = config
         self.connection_id = connection_id
+        self.client_host = client_host  # Kafka names the peer by address in authentication logs
         self.machine = SaslStateMachine()
         self.principal: KafkaPrincipal | None = None
         self.mechanism: str | None = None
@@ -101,7 +102,10 @@ class SaslServerAuthenticator:
         header = framing.parse_request_header(frame)
         api_key, version = header.api_key, header.api_version
         if api_key == ApiKey.API_VERSIONS:
-            self.machine.transition(SaslEvent.API_VERSIONS)
+            supported = version <= SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+            self.machine.transition(
+                SaslEvent.API_VERSIONS if supported else SaslEvent.UNSUPPORTED_API_VERSIONS
+            )
             return PASS
         if api_key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(header, frame)
@@ -117,11 +121,13 @@ class SaslServerAuthenticator:
         mechanism = str(body.mechanism)
         reauthenticating = self.machine.state is SaslState.COMPLETE
         event = SaslEvent.HANDSHAKE_V0 if header.api_version == 0 else SaslEvent.HANDSHAKE_V1
-        allowed = mechanism in self.config.mechanisms and (not reauthenticating or mechanism == self.mechanism)
+        allowed = mechanism in self.config.mechanisms and (
+            not reauthenticating or mechanism == self.mechanism
+        )
         if not allowed:
             self.machine.transition(SaslEvent.AUTHENTICATION_FAILED)
             log.info(
-                "Failed authentication with %s (Unsupported SASL mechanism %s)", self.connection_id, mechanism
+                "Failed authentication with /%s (Unsupported SASL mechanism %s)", self.client_host, mechanism
             )
             code = UnsupportedSaslMechanismException.code
             response = {"error_code": code, "mechanisms": list(self.config.mechanisms)}
@@ -135,7 +141,9 @@ class SaslServerAuthenticator:
         self._scram = ScramServer(mechanism) if mechanism in SCRAM_MECHANISMS else None
         return SaslOutcome(self._frame(header, {"error_code": 0, "mechanisms": list(self.config.mechanisms)}))
 
-    def _token(self, token: bytes, header: framing.RequestHeader | None) -> SaslOutcome | Awaitable[SaslOutcome]:
+    def _token(
+        self, token: bytes, header: framing.RequestHeader | None
+    ) -> SaslOutcome | Awaitable[SaslOutcome]:
         try:
             if self.mechanism == "PLAIN":
                 return self._reply(header, self._plain(token), done=True)
@@ -156,7 +164,9 @@ class SaslServerAuthenticator:
         if not user or expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
             raise AuthenticationFailed(PLAIN_FAILURE)
         if authzid and authzid != user:
-            raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is different from username")
+            raise AuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         self._set_principal(user)
         return b""
 
@@ -170,7 +180,9 @@ class SaslServerAuthenticator:
             log.debug("Invalid SCRAM client-first message from %s: %s", self.connection_id, e)
             return self._failed(header, scram_failure(self.mechanism))
         if first.extensions.get("tokenauth") == "true":
-            return self._failed(header, "Authentication failed: delegation tokens are not supported by kafkapy")
+            return self._failed(
+                header, "Authentication failed: delegation tokens are not supported by kafkapy"
+            )
         lookup = self.config.scram_credentials
         credential = await lookup(self.mechanism, first.username) if lookup is not None else None
         self._scram_user = first.username
@@ -207,12 +219,17 @@ class SaslServerAuthenticator:
                 self.session_expiry = time.monotonic() + lifetime_ms / 1000
         if header is None:
             return SaslOutcome(_SIZE.pack(len(challenge)) + challenge)
-        body = {"error_code": 0, "error_message": None, "auth_bytes": challenge, "session_lifetime_ms": lifetime_ms}
+        body = {
+            "error_code": 0,
+            "error_message": None,
+            "auth_bytes": challenge,
+            "session_lifetime_ms": lifetime_ms,
+        }
         return SaslOutcome(self._frame(header, body))
 
     def _failed(self, header: framing.RequestHeader | None, message: str) -> SaslOutcome:
         self.machine.transition(SaslEvent.AUTHENTICATION_FAILED)
-        log.info("Failed authentication with %s (%s)", self.connection_id, message)
+        log.info("Failed authentication with /%s (%s)", self.client_host, message)
         if header is None:
             return SaslOutcome(None, close=True)  # raw tokens have no way to carry an error
         body = {
@@ -226,7 +243,9 @@ class SaslServerAuthenticator:
     @staticmethod
     def _frame(header: framing.RequestHeader, body: Mapping[str, object]) -> bytes:
         payload = messages.encode_response(header.api_key, header.api_version, body)
-        return framing.encode_response_frame(header.api_key, header.api_version, header.correlation_id, payload)
+        return framing.encode_response_frame(
+            header.api_key, header.api_version, header.correlation_id, payload
+        )
 
 
 def illegal_state_response(header: framing.RequestHeader) -> bytes:

@@ -24,6 +24,9 @@ class SaslState(Enum):
 
 class SaslEvent(Enum):
     API_VERSIONS = "ApiVersions"
+    # A version newer than ours: answered (v0 fallback) and the client retries, state unchanged,
+    # as Kafka's authenticator does (kafka-python starts at a version kafkapy may not serve).
+    UNSUPPORTED_API_VERSIONS = "ApiVersions (unsupported version)"
     HANDSHAKE_V0 = "SaslHandshake v0"
     HANDSHAKE_V1 = "SaslHandshake v1"
     SASL_AUTHENTICATE = "SaslAuthenticate"
@@ -34,9 +37,17 @@ class SaslEvent(Enum):
 
 
 S, E = SaslState, SaslEvent
-_HANDSHAKE = {E.HANDSHAKE_V0: S.RAW_AUTHENTICATE, E.HANDSHAKE_V1: S.AUTHENTICATE, E.AUTHENTICATION_FAILED: S.FAILED}
+_HANDSHAKE = {
+    E.HANDSHAKE_V0: S.RAW_AUTHENTICATE,
+    E.HANDSHAKE_V1: S.AUTHENTICATE,
+    E.AUTHENTICATION_FAILED: S.FAILED,
+}
 TRANSITIONS: dict[SaslState, dict[SaslEvent, SaslState]] = {
-    S.HANDSHAKE_OR_VERSIONS_REQUEST: {E.API_VERSIONS: S.HANDSHAKE_REQUEST, **_HANDSHAKE},
+    S.HANDSHAKE_OR_VERSIONS_REQUEST: {
+        E.API_VERSIONS: S.HANDSHAKE_REQUEST,
+        E.UNSUPPORTED_API_VERSIONS: S.HANDSHAKE_OR_VERSIONS_REQUEST,
+        **_HANDSHAKE,
+    },
     S.HANDSHAKE_REQUEST: dict(_HANDSHAKE),
     S.AUTHENTICATE: {
         E.SASL_AUTHENTICATE: S.AUTHENTICATE,
@@ -48,7 +59,12 @@ TRANSITIONS: dict[SaslState, dict[SaslEvent, SaslState]] = {
         E.MECHANISM_COMPLETE: S.COMPLETE,
         E.AUTHENTICATION_FAILED: S.FAILED,
     },
-    S.COMPLETE: {E.REQUEST: S.COMPLETE, E.API_VERSIONS: S.COMPLETE, E.HANDSHAKE_V1: S.REAUTHENTICATE},
+    S.COMPLETE: {
+        E.REQUEST: S.COMPLETE,
+        E.API_VERSIONS: S.COMPLETE,
+        E.UNSUPPORTED_API_VERSIONS: S.COMPLETE,
+        E.HANDSHAKE_V1: S.REAUTHENTICATE,
+    },
     S.REAUTHENTICATE: {
         E.SASL_AUTHENTICATE: S.REAUTHENTICATE,
         E.MECHANISM_COMPLETE: S.COMPLETE,

@@ -45,10 +45,14 @@ def salted_password(algo: str, password: str, salt: bytes, iterations: int) -> b
     return hashlib.pbkdf2_hmac(algo, password.encode(), salt, iterations)
 
 
-def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
+def make_credential(
+    mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
+) -> ScramCredential:
     algo = _algo(mechanism)
     if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
-        raise ValueError(f"Invalid iterations {iterations}: {mechanism} needs {MIN_ITERATIONS}-{MAX_ITERATIONS}")
+        raise ValueError(
+            f"Invalid iterations {iterations}: {mechanism} needs {MIN_ITERATIONS}-{MAX_ITERATIONS}"
+        )
     salt = os.urandom(24) if salt is None else salt
     salted = salted_password(algo, password, salt, iterations)
     client_key = _hmac(algo, salted, b"Client Key")
@@ -135,7 +139,9 @@ def parse_client_first(data: bytes) -> ClientFirst:
     if "n" not in attrs or "r" not in attrs:
         raise ScramError("Invalid SCRAM client first message: no username or nonce")
     extensions = {k: v for k, v in attrs.items() if k not in "nr"}
-    return ClientFirst(_unescape_name(attrs["n"]), attrs["r"], bare, text[: len(text) - len(bare)], extensions)
+    return ClientFirst(
+        _unescape_name(attrs["n"]), attrs["r"], bare, text[: len(text) - len(bare)], extensions
+    )
 
 
 class ScramServer:
@@ -242,7 +248,9 @@ def parse_scram_config_value(value: str) -> tuple[str, int]:
     return fields["password"], int(fields.get("iterations", DEFAULT_ITERATIONS))
 
 
-def add_scram_credential(admin_zk: object, user: str, mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS) -> None:
+def add_scram_credential(
+    admin_zk: object, user: str, mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS
+) -> None:
     """Store `user`'s credential for `mechanism` in /config/users/<user> (other configs kept) and
     notify the brokers; `admin_zk` is a kafkapy.server.zk.admin_zk_client.AdminZkClient."""
     configs: dict[str, str] = dict(admin_zk.fetch_entity_config("users", user))  # type: ignore[attr-defined]

@@ -40,7 +40,9 @@ def server_context(settings: ListenerSettings) -> ssl.SSLContext:
         )
     client_auth = (settings.string("ssl.client.auth") or "none").lower()
     if client_auth not in _CLIENT_AUTH:
-        raise ConfigException(settings.prefix + "ssl.client.auth", client_auth, "Not one of required, requested, none")
+        raise ConfigException(
+            settings.prefix + "ssl.client.auth", client_auth, "Not one of required, requested, none"
+        )
     ctx.verify_mode = _CLIENT_AUTH[client_auth]
     if ctx.verify_mode != ssl.CERT_NONE:
         _load_truststore(ctx, settings, required=client_auth == "required")
@@ -118,7 +120,9 @@ def _load_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> bool:
         try:
             ctx.load_cert_chain(location, password=password)
         except (OSError, ssl.SSLError) as e:
-            raise ConfigException(settings.prefix + "ssl.keystore.location", location, f"Cannot load: {e}") from e
+            raise ConfigException(
+                settings.prefix + "ssl.keystore.location", location, f"Cannot load: {e}"
+            ) from e
         return True
     if not (chain and key):
         raise ConfigException(
