@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kafkapy.protocol.errors import (
@@ -35,7 +36,12 @@ from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
-from kafkapy.server.replica_fetcher_thread import BrokerEndPoint, FetcherConfig, InitialFetchState
+from kafkapy.server.replica_fetcher_thread import (
+    BrokerEndPoint,
+    FetcherConfig,
+    InitialFetchState,
+    ReplicaFetcherThread,
+)
 
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
@@ -82,6 +88,7 @@ class ReplicaManager:
         log_config_for: Callable[[str], Any],
         config: Any = None,
         zk: Callable[[], Any] | None = None,
+        fetcher_connect: Callable[..., Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -95,6 +102,9 @@ class ReplicaManager:
             broker_id,
             FetcherConfig.from_config(config) if config is not None else FetcherConfig(),
             int(config.num_replica_fetchers) if config is not None else 1,
+            # The followers' connections to leaders: BrokerConnection with the inter-broker
+            # listener's TLS/SASL settings when the broker gives them.
+            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),
         )
         self.isr_manager = IsrManager(
             broker_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
+from kafkapy.client.sasl_client import ClientSecurity
 from kafkapy.server.config_def import ConfigException
 from kafkapy.server.security.jaas import JaasConfigError, single_module
 from kafkapy.server.security.listener_security import ListenerSettings
@@ -35,17 +36,6 @@ class ListenerSecurity:
     @property
     def uses_tls(self) -> bool:
         return self.ssl_context is not None
-
-
-@dataclass(frozen=True, slots=True)
-class ClientSecurity:
-    """How one of the broker's own clients connects (kafkapy.client.connection uses it)."""
-
-    protocol: str
-    ssl_context: ssl.SSLContext | None
-    sasl_mechanism: str | None = None
-    username: str = ""
-    password: str = ""
 
 
 def listener_security(
