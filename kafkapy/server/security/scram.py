@@ -135,10 +135,12 @@ def parse_client_first(data: bytes) -> ClientFirst:
     if match.group(1).startswith("p"):
         raise ScramError("SCRAM channel binding is not supported")
     bare = match.group(3)
-    attrs = _attributes(bare)
-    if "n" not in attrs or "r" not in attrs:
+    parts = bare.split(",")
+    if len(parts) < 2 or not parts[0].startswith("n=") or not parts[1].startswith("r="):
         raise ScramError("Invalid SCRAM client first message: no username or nonce")
-    extensions = {k: v for k, v in attrs.items() if k not in "nr"}
+    # Kafka's extensions (KIP-86) follow as key=value pairs with names longer than one letter.
+    extensions = dict(part.split("=", 1) for part in parts[2:] if "=" in part)
+    attrs = {"n": parts[0][2:], "r": parts[1][2:]}
     return ClientFirst(
         _unescape_name(attrs["n"]), attrs["r"], bare, text[: len(text) - len(bare)], extensions
     )
@@ -156,9 +158,12 @@ class ScramServer:
         self._server_first = ""
         self._credential: ScramCredential | None = None
 
-    def first(self, client_first: ClientFirst, credential: ScramCredential | None) -> bytes:
+    def first(
+        self, client_first: ClientFirst, credential: ScramCredential | None, server_nonce: str | None = None
+    ) -> bytes:
+        """`server_nonce` is for tests (RFC 7677's vector); otherwise 24 random bytes."""
         self._first = client_first
-        nonce = client_first.nonce + base64.b64encode(os.urandom(24)).decode().rstrip("=")
+        nonce = client_first.nonce + (server_nonce or base64.b64encode(os.urandom(24)).decode().rstrip("="))
         if credential is None:
             # A throw-away credential keeps the exchange's shape for unknown users.
             credential = ScramCredential(os.urandom(24), b"", b"", MIN_ITERATIONS)
