@@ -178,3 +178,56 @@ def test_scram_over_sasl_ssl_with_credentials_in_zookeeper(
                              consumer_timeout_ms=20000, **kp)  # fmt: skip
     assert [m.value for _, m in zip(range(5), consumer, strict=False)] == [f"k{i}".encode() for i in range(5)]
     consumer.close()
+
+
+@pytest.mark.timeout(120)
+def test_alter_and_describe_user_scram_credentials_then_log_in(
+    sasl_cluster: tuple[KafkapyCluster, str, str, Pki],
+) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    cluster, _, secure, pki = sasl_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    upsert = UserScramCredentialUpsertion(
+        "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"bob-secret"
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+    described = admin.describe_user_scram_credentials(["bob"])["bob"].result(30)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)
+    ]
+    expected = [f"m{i}".encode() for i in range(3)]
+    assert _roundtrip(_scram(secure, pki, "SCRAM-SHA-512", "bob", "bob-secret"), 3) == expected
+
+
+@pytest.mark.timeout(60)
+def test_unauthenticated_requests_and_expired_sessions_close_the_connection(
+    sasl_cluster: tuple[KafkapyCluster, str, str, Pki],
+) -> None:
+    import socket
+    import time
+
+    from kafkapy.client.connection import BrokerConnection, ConnectionClosedError
+    from kafkapy.client.sasl_client import ClientSecurity
+    from kafkapy.protocol import framing, messages
+
+    _, plaintext, _, _ = sasl_cluster
+    host, port = plaintext.split(":")
+    # A Metadata request before any SASL handshake: closed without an answer.
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        payload = messages.encode_request(3, 1, {"topics": []})
+        sock.sendall(framing.encode_request_frame(3, 1, 1, "probe", payload))
+        assert sock.recv(1024) == b""
+    # Authenticated, then silent past connections.max.reauth.ms (4 s) without re-authenticating.
+    security = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "alice", "alice-secret")
+    with BrokerConnection(host, int(port), timeout=10, security=security) as conn:
+        assert conn.send(3, 1, {"topics": []}) is not None
+        time.sleep(5)
+        with pytest.raises(ConnectionClosedError):
+            conn.send(3, 1, {"topics": []})

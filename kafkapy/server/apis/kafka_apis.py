@@ -70,6 +70,7 @@ class KafkaApis:
             reassignments,
             records,
             sasl,
+            scram_credentials,
             topics,
         )
 

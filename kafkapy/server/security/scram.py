@@ -54,11 +54,18 @@ def make_credential(
             f"Invalid iterations {iterations}: {mechanism} needs {MIN_ITERATIONS}-{MAX_ITERATIONS}"
         )
     salt = os.urandom(24) if salt is None else salt
-    salted = salted_password(algo, password, salt, iterations)
-    client_key = _hmac(algo, salted, b"Client Key")
-    stored_key = hashlib.new(algo, client_key).digest()
-    server_key = _hmac(algo, salted, b"Server Key")
-    return ScramCredential(salt, stored_key, server_key, iterations)
+    return credential_from_salted_password(
+        mechanism, salt, salted_password(algo, password, salt, iterations), iterations
+    )
+
+
+def credential_from_salted_password(
+    mechanism: str, salt: bytes, salted: bytes, iterations: int
+) -> ScramCredential:
+    """What AlterUserScramCredentials stores: the client sent SaltedPassword, not the password."""
+    algo = _algo(mechanism)
+    stored_key = hashlib.new(algo, _hmac(algo, salted, b"Client Key")).digest()
+    return ScramCredential(salt, stored_key, _hmac(algo, salted, b"Server Key"), iterations)
 
 
 def format_credential(cred: ScramCredential) -> str:
