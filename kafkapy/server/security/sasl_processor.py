@@ -70,6 +70,12 @@ class SaslProcessor(Processor):
             log.warning("Closing connection %s: %s", self.connection_id, e)
             self.close()
             return
+        except Exception:  # noqa: BLE001 - hostile bytes must cost only their connection
+            log.exception(
+                "Closing connection %s: unexpected error during SASL authentication", self.connection_id
+            )
+            self.close()
+            return
         if outcome is PASS:
             super()._dispatch(frame)
         elif isinstance(outcome, SaslOutcome):
