@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafkapy.protocol import framing, messages
-from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, is_supported
 from kafkapy.protocol.errors import (
     IllegalSaslStateException,
+    ProtocolError,
     SaslAuthenticationException,
     UnsupportedSaslMechanismException,
 )
@@ -107,6 +108,9 @@ class SaslServerAuthenticator:
                 SaslEvent.API_VERSIONS if supported else SaslEvent.UNSUPPORTED_API_VERSIONS
             )
             return PASS
+        if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and not is_supported(api_key, version):
+            # Kafka's authenticator refuses these with UnsupportedVersionException and closes.
+            raise ProtocolError(f"Unsupported version {version} of {ApiKey(api_key).name}")
         if api_key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(header, frame)
         if api_key == ApiKey.SASL_AUTHENTICATE:

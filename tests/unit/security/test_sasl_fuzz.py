@@ -53,7 +53,7 @@ def _mutations() -> st.SearchStrategy[bytes]:
     return st.one_of(whole, truncated, flipped, st.binary(max_size=64))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.lists(_mutations(), min_size=1, max_size=6))
 def test_hostile_frames_are_refused_and_never_authenticate(frames: list[bytes]) -> None:
     auth = SaslServerAuthenticator(CONFIG, "fuzz")
