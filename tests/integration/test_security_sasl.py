@@ -231,3 +231,61 @@ def test_unauthenticated_requests_and_expired_sessions_close_the_connection(
         time.sleep(5)
         with pytest.raises(ConnectionClosedError):
             conn.send(3, 1, {"topics": []})
+
+
+@pytest.mark.timeout(120)
+def test_aiokafka_scram_sha_512_over_sasl_ssl(sasl_cluster: tuple[KafkapyCluster, str, str, Pki]) -> None:
+    import asyncio
+    import ssl
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.errors import KafkaError as AioKafkaError
+
+    cluster, _, secure, pki = sasl_cluster
+    kw: dict[str, Any] = {
+        "bootstrap_servers": secure,
+        "security_protocol": "SASL_SSL",
+        "ssl_context": ssl.create_default_context(cafile=str(pki.ca)),
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "alice-secret",
+    }
+    topic = f"aio-{uuid.uuid4().hex[:8]}"
+
+    async def roundtrip() -> list[bytes]:
+        producer = AIOKafkaProducer(acks="all", **kw)
+        await producer.start()
+        try:
+            for i in range(5):
+                await producer.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **kw)
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            for _ in range(60):
+                if len(got) >= 5:
+                    break
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    got += [m.value for m in messages]
+        finally:
+            await consumer.stop()
+        return got
+
+    assert asyncio.run(roundtrip()) == [f"a{i}".encode() for i in range(5)]
+    refusals_before = (
+        cluster.broker(0).server_log().count("invalid credentials with SASL mechanism SCRAM-SHA-512")
+    )
+
+    async def wrong_password() -> None:
+        producer = AIOKafkaProducer(**{**kw, "sasl_plain_password": "wrong"})
+        try:
+            await asyncio.wait_for(producer.start(), 30)
+        finally:
+            await producer.stop()
+
+    with pytest.raises(AioKafkaError):
+        asyncio.run(wrong_password())
+    log = cluster.broker(0).server_log()
+    assert log.count("invalid credentials with SASL mechanism SCRAM-SHA-512") > refusals_before
