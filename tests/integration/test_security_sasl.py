@@ -6,6 +6,7 @@ serving everyone else."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -93,7 +94,11 @@ def _auth_error(conf: dict[str, Any]) -> str:
         {**conf, "message.timeout.ms": 10000, "error_cb": lambda err: errors.append(str(err))}
     )
     producer.produce("refused", b"x")
-    producer.flush(15)
+    deadline = time.monotonic() + 15
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    producer.purge()
+    producer.flush(5)
     return " | ".join(errors)
 
 
@@ -211,7 +216,6 @@ def test_unauthenticated_requests_and_expired_sessions_close_the_connection(
     sasl_cluster: tuple[KafkapyCluster, str, str, Pki],
 ) -> None:
     import socket
-    import time
 
     from kafkapy.client.connection import BrokerConnection, ConnectionClosedError
     from kafkapy.client.sasl_client import ClientSecurity
