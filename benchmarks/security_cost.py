@@ -4,7 +4,7 @@ PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-256) listeners, in one run, alternating l
     python benchmarks/security_cost.py [--records 100000] [--rounds 2]
 
 The broker is a real kafkapy process (kafkapy.testing) with throw-away certificates made by the
-openssl CLI (tests/integration/security_pki.py). Prints MB/s and broker CPU seconds per GB for
+openssl CLI (tests/security_pki.py). Prints MB/s and broker CPU seconds per GB for
 each listener and the ratio to PLAINTEXT.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tests"))
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from security_pki import make_pki  # noqa: E402

@@ -6,19 +6,24 @@ message is read back, and no inter-broker authentication failed."""
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from security_pki import Pki, make_pki
 
 from kafkapy.server.security.scram import add_scram_credential
 from kafkapy.server.zk.admin_zk_client import AdminZkClient
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.testing import KafkapyCluster, free_port
+
+# tests/ is not a package: put it on the path to reach the test-only certificate helper.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from security_pki import Pki, make_pki  # noqa: E402
 
 BROKER_JAAS = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required "

@@ -5,6 +5,7 @@ nothing, and the broker keeps serving the others."""
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -12,9 +13,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from security_pki import Pki, make_pki
 
 from kafkapy.testing import KafkapyCluster, free_port
+
+# tests/ is not a package: put it on the path to reach the test-only certificate helper.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from security_pki import Pki, make_pki  # noqa: E402
 
 
 @pytest.fixture(scope="module")
