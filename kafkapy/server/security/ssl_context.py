@@ -11,6 +11,7 @@ format and is always refused (convert it with `keytool -importkeystore` to PKCS1
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import ssl
 import tempfile
@@ -86,11 +87,15 @@ def _store_type(settings: ListenerSettings, key: str) -> str:
     if kind == "JKS":
         return kind
     if kind == "PKCS12":
+        # Reading PKCS12 needs the `cryptography` package; until an installation has it (this one
+        # did not when this was written) PKCS12 is refused with the conversion to PEM.
+        why = (
+            "PKCS12 stores are not read by kafkapy yet"
+            if importlib.util.find_spec("cryptography") is not None
+            else "PKCS12 stores need the 'cryptography' package, which is not installed"
+        )
         raise ConfigException(
-            settings.prefix + key,
-            kind,
-            "PKCS12 stores need the 'cryptography' package, which is not installed; use PEM"
-            " (openssl pkcs12 -in store.p12 -nodes > store.pem)",
+            settings.prefix + key, kind, f"{why}; use PEM (openssl pkcs12 -in store.p12 -nodes > store.pem)"
         )
     if kind != "PEM":
         raise ConfigException(settings.prefix + key, kind, "Unsupported store type; use PEM")
