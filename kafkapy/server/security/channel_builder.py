@@ -55,7 +55,7 @@ def _sasl_listener_config(
     settings: ListenerSettings, scram_credentials: CredentialLookup | None
 ) -> SaslListenerConfig:
     mechanisms = [m.upper() for m in settings.list("sasl.enabled.mechanisms")]
-    key = settings.prefix + "sasl.enabled.mechanisms"
+    key = settings.key_name("sasl.enabled.mechanisms")
     if not mechanisms:
         raise ConfigException(
             key, "", f"Listener {settings.listener_name} uses SASL but enables no mechanism"

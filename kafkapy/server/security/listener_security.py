@@ -35,6 +35,10 @@ class ListenerSettings:
     def prefix(self) -> str:
         return f"listener.name.{self.listener_name.lower()}."
 
+    def key_name(self, key: str) -> str:
+        """The key a value came from, for error messages: the prefixed one when it is set."""
+        return self.prefix + key if self.originals.get(self.prefix + key) is not None else key
+
     def raw(self, key: str) -> Any:
         """The listener's value of `key`, untyped when it came from a prefixed key; None if unset."""
         prefixed = self.originals.get(self.prefix + key)
@@ -61,7 +65,7 @@ class ListenerSettings:
         try:
             return int(value)
         except (TypeError, ValueError) as e:
-            raise ConfigException(self.prefix + key, value, "Not a number") from e
+            raise ConfigException(self.key_name(key), value, "Not a number") from e
 
     def jaas_config(self, mechanism: str) -> str | None:
         """listener.name.<l>.<mechanism>.sasl.jaas.config, then listener.name.<l>.sasl.jaas.config,

@@ -108,7 +108,9 @@ class SaslServerAuthenticator:
                 SaslEvent.API_VERSIONS if supported else SaslEvent.UNSUPPORTED_API_VERSIONS
             )
             return PASS
-        if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and not is_supported(api_key, version):
+        if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and not is_supported(
+            api_key, version
+        ):
             # Kafka's authenticator refuses these with UnsupportedVersionException and closes.
             raise ProtocolError(f"Unsupported version {version} of {ApiKey(api_key).name}")
         if api_key == ApiKey.SASL_HANDSHAKE:

@@ -34,7 +34,7 @@ def server_context(settings: ListenerSettings) -> ssl.SSLContext:
     _common(ctx, settings)
     if not _load_keystore(ctx, settings):
         raise ConfigException(
-            settings.prefix + "ssl.keystore.location",
+            settings.key_name("ssl.keystore.location"),
             None,
             f"Listener {settings.listener_name} uses TLS but has no key store"
             " (ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key)",
@@ -42,7 +42,7 @@ def server_context(settings: ListenerSettings) -> ssl.SSLContext:
     client_auth = (settings.string("ssl.client.auth") or "none").lower()
     if client_auth not in _CLIENT_AUTH:
         raise ConfigException(
-            settings.prefix + "ssl.client.auth", client_auth, "Not one of required, requested, none"
+            settings.key_name("ssl.client.auth"), client_auth, "Not one of required, requested, none"
         )
     ctx.verify_mode = _CLIENT_AUTH[client_auth]
     if ctx.verify_mode != ssl.CERT_NONE:
@@ -69,7 +69,7 @@ def _common(ctx: ssl.SSLContext, settings: ListenerSettings) -> None:
     unknown = [p for p in protocols if p not in _VERSIONS]
     if unknown:
         raise ConfigException(
-            settings.prefix + "ssl.enabled.protocols", ",".join(protocols), f"Unknown protocols {unknown}"
+            settings.key_name("ssl.enabled.protocols"), ",".join(protocols), f"Unknown protocols {unknown}"
         )
     versions = sorted(_VERSIONS[p] for p in protocols)
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
@@ -79,7 +79,7 @@ def _common(ctx: ssl.SSLContext, settings: ListenerSettings) -> None:
             # OpenSSL's names (ECDHE-RSA-AES128-GCM-SHA256); TLS 1.3 suites are not settable here.
             ctx.set_ciphers(":".join(ciphers))
         except ssl.SSLError as e:
-            raise ConfigException(settings.prefix + "ssl.cipher.suites", ",".join(ciphers), str(e)) from e
+            raise ConfigException(settings.key_name("ssl.cipher.suites"), ",".join(ciphers), str(e)) from e
 
 
 def _store_type(settings: ListenerSettings, key: str) -> str:
@@ -95,10 +95,10 @@ def _store_type(settings: ListenerSettings, key: str) -> str:
             else "PKCS12 stores need the 'cryptography' package, which is not installed"
         )
         raise ConfigException(
-            settings.prefix + key, kind, f"{why}; use PEM (openssl pkcs12 -in store.p12 -nodes > store.pem)"
+            settings.key_name(key), kind, f"{why}; use PEM (openssl pkcs12 -in store.p12 -nodes > store.pem)"
         )
     if kind != "PEM":
-        raise ConfigException(settings.prefix + key, kind, "Unsupported store type; use PEM")
+        raise ConfigException(settings.key_name(key), kind, "Unsupported store type; use PEM")
     return kind
 
 
@@ -111,7 +111,7 @@ def _load_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> bool:
     kind = _store_type(settings, "ssl.keystore.type")
     if kind == "JKS":
         raise ConfigException(
-            settings.prefix + "ssl.keystore.type",
+            settings.key_name("ssl.keystore.type"),
             "JKS",
             "JKS key stores are a Java format; set ssl.keystore.type=PEM (KIP-651)",
         )
@@ -119,19 +119,19 @@ def _load_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> bool:
     if location:
         if chain or key:
             raise ConfigException(
-                settings.prefix + "ssl.keystore.location", location,
+                settings.key_name("ssl.keystore.location"), location,
                 "Give either ssl.keystore.location or the inline ssl.keystore.certificate.chain/key, not both",
             )  # fmt: skip
         try:
             ctx.load_cert_chain(location, password=password)
         except (OSError, ssl.SSLError) as e:
             raise ConfigException(
-                settings.prefix + "ssl.keystore.location", location, f"Cannot load: {e}"
+                settings.key_name("ssl.keystore.location"), location, f"Cannot load: {e}"
             ) from e
         return True
     if not (chain and key):
         raise ConfigException(
-            settings.prefix + "ssl.keystore.key", None,
+            settings.key_name("ssl.keystore.key"), None,
             "ssl.keystore.certificate.chain and ssl.keystore.key must be given together",
         )  # fmt: skip
     # The ssl module only loads key material from files: a private temporary file, removed at once.
@@ -141,7 +141,7 @@ def _load_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> bool:
             f.write(key.strip() + "\n" + chain.strip() + "\n")
         ctx.load_cert_chain(path, password=password)
     except ssl.SSLError as e:
-        raise ConfigException(settings.prefix + "ssl.keystore.key", "[hidden]", f"Cannot load: {e}") from e
+        raise ConfigException(settings.key_name("ssl.keystore.key"), "[hidden]", f"Cannot load: {e}") from e
     finally:
         os.unlink(path)
     return True
@@ -153,13 +153,13 @@ def _load_truststore(ctx: ssl.SSLContext, settings: ListenerSettings, required: 
     if not (location or inline):
         if required:
             raise ConfigException(
-                settings.prefix + "ssl.truststore.location", None,
+                settings.key_name("ssl.truststore.location"), None,
                 "ssl.client.auth=required needs a trust store to check client certificates against",
             )  # fmt: skip
         return False
     if _store_type(settings, "ssl.truststore.type") == "JKS":
         raise ConfigException(
-            settings.prefix + "ssl.truststore.type", "JKS", "JKS trust stores are a Java format; use PEM"
+            settings.key_name("ssl.truststore.type"), "JKS", "JKS trust stores are a Java format; use PEM"
         )
     try:
         if location:
@@ -168,6 +168,6 @@ def _load_truststore(ctx: ssl.SSLContext, settings: ListenerSettings, required: 
             ctx.load_verify_locations(cadata=inline)
     except (OSError, ssl.SSLError) as e:
         raise ConfigException(
-            settings.prefix + "ssl.truststore.location", location or "[inline]", f"Cannot load: {e}"
+            settings.key_name("ssl.truststore.location"), location or "[inline]", f"Cannot load: {e}"
         ) from e
     return True
