@@ -10,5 +10,8 @@ connection goes through before its requests reach KafkaApis. Here:
 - `scram.py` is RFC 5802/7677 SCRAM and Kafka's credential format in `/config/users/<user>`;
 - `sasl_state.py` is the server's SASL handshake as a transition table (no I/O);
 - `sasl_server.py` runs that table for one connection; `sasl_processor.py` plugs it into the
-  network layer; `sasl_client.py` is the blocking client side used between brokers.
+  network layer (kafkapy/client/sasl_client.py is the client side used between brokers);
+- `channel_builder.py` turns a listener's protocol and keys into what its connections go through;
+- `acl.py` is Kafka's ACL model and AclAuthorizer's decision as pure functions (not yet asked
+  by the API handlers: authorization is issue 16's next part).
 """
