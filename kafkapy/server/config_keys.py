@@ -224,6 +224,8 @@ BROKER_CONFIG = (
     .define("sasl.jaas.config", PASSWORD, None, None, MEDIUM, "JAAS login line (listener.name.<l>.<mechanism>. prefix)")
     .define("sasl.kerberos.service.name", STRING, None, None, MEDIUM, "Kerberos service (GSSAPI is not supported)")
     .define("connections.max.reauth.ms", LONG, 0, None, MEDIUM, "Longest session before re-authentication (KIP-368); 0: none")
+    # Kafka's bound (since 3.0.2/3.1.2/3.2.3, CVE-2022-34917) on what a client may send before it authenticated.
+    .define("sasl.server.max.receive.size", INT, 524288, at_least(1), LOW, "Largest frame accepted before SASL authentication")
     .define("metric.reporters", LIST, "", None, LOW, "Metric reporter classes (accepted)")
     .define("client.id", STRING, "", None, LOW, "Client id of the broker's own clients")
     .define("principal.builder.class", CLASS, None, None, MEDIUM, "Principal builder (accepted)")

@@ -41,6 +41,10 @@ class SaslProcessor(Processor):
     ) -> None:
         super().__init__(server, listener_name, client_ip)
         self.authenticator = SaslServerAuthenticator(sasl, "")
+        # Until authenticated a client may not send (nor make the broker reserve memory for) more
+        # than sasl.server.max.receive.size, as in Kafka; socket.request.max.bytes applies after.
+        self._authenticated_max_request_size = self._max_request_size
+        self._max_request_size = min(self._max_request_size, server.config.sasl_server_max_receive_size)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -106,6 +110,7 @@ class SaslProcessor(Processor):
     def _deliver(self, outcome: SaslOutcome) -> None:
         if self.authenticator.authenticated and self.authenticator.principal is not None:
             self.principal = self.authenticator.principal
+            self._max_request_size = self._authenticated_max_request_size
         if outcome.response is not None:
             self.send_response(outcome.response)
         if outcome.close:

@@ -100,3 +100,40 @@ def test_tls_and_sasl_principals_reach_the_handler(tmp_path: Path) -> None:
 
     asyncio.run(scenario())
     assert apis.principals == ["User:ALICE", "User:alice"]
+
+
+@pytest.mark.timeout(30)
+def test_frames_before_authentication_are_bounded_by_sasl_server_max_receive_size(tmp_path: Path) -> None:
+    config = KafkaConfig(
+        {
+            "zookeeper.connect": "127.0.0.1:2181",
+            "log.dirs": str(tmp_path / "logs"),
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "security.inter.broker.protocol": "SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.jaas.config": JAAS,
+        }
+    )
+    security = {"SASL_PLAINTEXT": listener_security(config, "SASL_PLAINTEXT", "SASL_PLAINTEXT", None)}
+
+    async def scenario() -> bytes:
+        server = SocketServer(
+            config,
+            [ListenerEndpoint("SASL_PLAINTEXT", "SASL_PLAINTEXT", "127.0.0.1", 0)],
+            RecordingApis(),
+            parse_request_header,
+            str,
+            security,
+        )
+        await server.startup()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port("SASL_PLAINTEXT"))
+            # 1 MB announced before any handshake: over the 512 KB default, closed at the prefix.
+            writer.write((1 << 20).to_bytes(4, "big") + b"\0" * 1000)
+            data = await asyncio.wait_for(reader.read(100), 10)
+            writer.close()
+            return data
+        finally:
+            await server.shutdown()
+
+    assert asyncio.run(scenario()) == b""
