@@ -298,3 +298,24 @@ def test_aiokafka_scram_sha_512_over_sasl_ssl(sasl_cluster: tuple[KafkapyCluster
         asyncio.run(wrong_password())
     log = cluster.broker(0).server_log()
     assert log.count("invalid credentials with SASL mechanism SCRAM-SHA-512") > refusals_before
+
+
+@pytest.mark.timeout(60)
+def test_librdkafka_reauthenticates_before_the_session_expires(
+    sasl_cluster: tuple[KafkapyCluster, str, str, Pki],
+) -> None:
+    """connections.max.reauth.ms=4000: a producer sending for 10 s on one connection must
+    re-authenticate (KIP-368) twice or more; a session that expired instead would make the
+    broker close the connection and log it."""
+    cluster, plaintext, _, _ = sasl_cluster
+    before = cluster.broker(0).server_log().count("without re-authentication")
+    delivered: list[bool] = []
+    producer = Producer({**_plain(plaintext, "alice", "alice-secret"), "acks": "all", "linger.ms": 0})
+    topic = f"reauth-{uuid.uuid4().hex[:8]}"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        producer.produce(topic, b"x", on_delivery=lambda err, msg: delivered.append(err is None))
+        producer.poll(0.5)
+    assert producer.flush(30) == 0
+    assert delivered and all(delivered)
+    assert cluster.broker(0).server_log().count("without re-authentication") == before
