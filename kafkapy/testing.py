@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,10 +141,19 @@ class BrokerHandle:
 class KafkapyCluster:
     """A real ZooKeeper plus N kafkapy brokers on free 127.0.0.1 ports."""
 
-    def __init__(self, base_dir: Path, num_brokers: int = 1, overrides: dict[str, str] | None = None):
+    def __init__(
+        self,
+        base_dir: Path,
+        num_brokers: int = 1,
+        overrides: dict[str, str] | None = None,
+        broker_overrides: Callable[[int, int], dict[str, str]] | None = None,
+    ):
         self.base_dir = base_dir
         self.num_brokers = num_brokers
         self.overrides = dict(overrides or {})
+        # (broker id, PLAINTEXT port) -> that broker's own keys, e.g. extra listeners on their own
+        # ports (the PLAINTEXT listener stays: readiness checks use it).
+        self.broker_overrides = broker_overrides
         self.zookeeper: Any = None
         self.zookeeper_connect = ""
         self.brokers: list[BrokerHandle] = []
@@ -178,12 +187,14 @@ class KafkapyCluster:
                     raise
         self.zookeeper_connect = f"127.0.0.1:{zk_port}"
         for broker_id in range(self.num_brokers):
+            port = free_port()
+            own = self.broker_overrides(broker_id, port) if self.broker_overrides is not None else {}
             handle = BrokerHandle(
                 broker_id,
-                free_port(),
+                port,
                 self.base_dir / f"broker-{broker_id}",
                 self.zookeeper_connect,
-                self.overrides,
+                {**self.overrides, **own},
             )
             self.brokers.append(handle)
             handle.start()

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final
 
+from kafkapy.client.sasl_client import PLAINTEXT, ClientSecurity, sasl_authenticate
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from kafkapy.protocol.errors import (
@@ -49,8 +51,11 @@ class BrokerConnection:
         client_id: str = "kafkapy",
         timeout: float = 30.0,
         max_response_size: int = framing.DEFAULT_MAX_FRAME_SIZE,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.host = host
+        # TLS and/or SASL on connect (sasl_client.py): the broker's inter-broker clients use it.
+        self.security = security
         self.port = port
         self.client_id = client_id
         self.timeout = timeout
@@ -99,7 +104,19 @@ class BrokerConnection:
             except OSError as e:
                 raise ConnectionClosedError(f"cannot connect to {self.host}:{self.port}: {e}") from e
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.security.ssl_context is not None:
+                try:
+                    sock = self.security.ssl_context.wrap_socket(sock, server_hostname=self.host)
+                except (OSError, ssl.SSLError) as e:
+                    sock.close()
+                    raise ConnectionClosedError(f"TLS handshake with {self.host}:{self.port} failed: {e}") from e
             self._sock = sock
+            if self.security.sasl_mechanism is not None:
+                try:
+                    sasl_authenticate(self._send_locked, self.security, f"{self.host}:{self.port}")
+                except BaseException:
+                    self._close()
+                    raise
         return self._sock
 
     def _next_correlation_id(self) -> int:
@@ -117,30 +134,38 @@ class BrokerConnection:
         `expect_response=False` is for Produce with acks=0, which brokers never answer.
         Broker error codes inside the response are left for the caller to read.
         """
-        payload = messages.encode_request(api_key, version, body)
         with self._lock:
-            sock = self._ensure_connected()
-            correlation_id = self._next_correlation_id()
-            request = framing.encode_request_frame(api_key, version, correlation_id, self.client_id, payload)
-            deadline = time.monotonic() + self.timeout
-            what = f"{_api_name(api_key)} v{version}"
-            try:
-                sock.settimeout(self.timeout)
-                sock.sendall(request)
-                if not expect_response:
-                    return None
-                frame = self._read_frame(sock, deadline, what)
-            except TimeoutError as e:
-                self._close()
-                raise RequestTimeoutError(
-                    f"{what} to {self.host}:{self.port}: no response within {self.timeout}s"
-                ) from e
-            except OSError as e:
-                self._close()
-                raise ConnectionClosedError(f"{what} to {self.host}:{self.port} failed: {e}") from e
-            except ProtocolError:
-                self._close()
-                raise
+            self._ensure_connected()
+            return self._send_locked(api_key, version, body, expect_response)
+
+    def _send_locked(
+        self, api_key: int, version: int, body: Mapping[str, Any] | Message, expect_response: bool = True
+    ) -> Message | None:
+        payload = messages.encode_request(api_key, version, body)
+        sock = self._sock
+        assert sock is not None
+        # The caller holds self._lock.
+        correlation_id = self._next_correlation_id()
+        request = framing.encode_request_frame(api_key, version, correlation_id, self.client_id, payload)
+        deadline = time.monotonic() + self.timeout
+        what = f"{_api_name(api_key)} v{version}"
+        try:
+            sock.settimeout(self.timeout)
+            sock.sendall(request)
+            if not expect_response:
+                return None
+            frame = self._read_frame(sock, deadline, what)
+        except TimeoutError as e:
+            self._close()
+            raise RequestTimeoutError(
+                f"{what} to {self.host}:{self.port}: no response within {self.timeout}s"
+            ) from e
+        except OSError as e:
+            self._close()
+            raise ConnectionClosedError(f"{what} to {self.host}:{self.port} failed: {e}") from e
+        except ProtocolError:
+            self._close()
+            raise
         return self._decode(api_key, version, correlation_id, frame, what)
 
     def _read_exactly(self, sock: socket.socket, n: int, deadline: float, what: str) -> bytes:
@@ -170,7 +195,7 @@ class BrokerConnection:
             frame, framing.response_header_version(api_key, version)
         )
         if got_id != correlation_id:
-            self.close()
+            self._close()  # the caller holds the lock
             raise ProtocolError(f"{what}: response correlation id {got_id}, expected {correlation_id}")
         if api_key == ApiKey.API_VERSIONS and frame[offset : offset + 2] != b"\x00\x00":
             # A broker that refuses our ApiVersions version answers in a v0 body (see framing).

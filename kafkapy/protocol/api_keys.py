@@ -112,6 +112,11 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 4),
     ApiKey.API_VERSIONS: (0, 3),
+    # v0 handshakes are followed by raw tokens (pre-KIP-152 clients), v1 by SaslAuthenticate.
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),  # v1: KIP-368 session lifetime, v2: flexible
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),  # KIP-554
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.DELETE_RECORDS: (0, 2),

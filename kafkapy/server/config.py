@@ -47,7 +47,9 @@ class KafkaConfig:
     def __init__(self, props: Mapping[str, Any]) -> None:
         self._originals: dict[str, Any] = dict(props)
         self._values = BROKER_CONFIG.parse(self._originals)
-        self._unknown = BROKER_CONFIG.unknown(self._originals)
+        # listener.name.<l>.<key> (and <l>.<mechanism>.sasl.jaas.config) are per-listener forms of
+        # known keys, read by kafkapy.server.security: not unknown.
+        self._unknown = [k for k in BROKER_CONFIG.unknown(self._originals) if not _is_listener_key(k)]
         self._protocol_map = parse_protocol_map(self._values["listener.security.protocol.map"])
         self._listeners = parse_listeners("listeners", self._values["listeners"], self._protocol_map)
         advertised = self._values["advertised.listeners"]
@@ -358,6 +360,13 @@ class KafkaConfig:
                 "control.plane.listener.name, when defined, should have a different value from the inter broker"
                 f" listener name. Currently they both have the value {control}",
             )
+
+
+def _is_listener_key(name: str) -> bool:
+    if not name.startswith("listener.name."):
+        return False
+    rest = name[len("listener.name.") :].partition(".")[2]
+    return rest in BROKER_CONFIG.keys or rest.endswith(".sasl.jaas.config")
 
 
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:

@@ -43,6 +43,8 @@ def request_controlled_shutdown(server: Any) -> bool:
                     endpoint.port,
                     f"broker-{server.broker_id}-controlled-shutdown",
                     config.controller_socket_timeout_ms / 1000,
+                    # The controller's inter-broker listener: its TLS/SASL, as the fetchers use.
+                    security=server.inter_broker_security,
                 )
             ) as conn:
                 response = conn.send(

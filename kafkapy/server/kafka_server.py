@@ -61,6 +61,8 @@ class KafkaServer:
         self.controller: Any = None
         self.group_coordinator: Any = None
         self.producer_id_manager: ProducerIdManager | None = None
+        # How the controller and the replica fetchers connect to the inter-broker listener.
+        self._inter_broker_security: Any = None
         self.registration: BrokerRegistration | None = None
         self.log_tasks: LogTasks | None = None
         self._stop = asyncio.Event()
@@ -109,6 +111,12 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         log.info("%s starting", self.log_ident)
         self.state = BrokerState.Starting
+        # Key stores, JAAS lines and mechanisms are checked before anything else starts: a
+        # misconfigured listener (GSSAPI included) stops the broker here, as Kafka's does.
+        from kafkapy.server.security.channel_builder import inter_broker_client_security
+
+        listener_security = self._listener_security()
+        self._inter_broker_security = inter_broker_client_security(self.config)
         await loop.run_in_executor(None, self.zk.connect)
         zk = self.zk.client
         self.cluster_id = await loop.run_in_executor(None, zk.get_or_create_cluster_id)
@@ -142,6 +150,7 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client,
             leader_quota=self.quotas.leader,
+            fetcher_connect=self._inter_broker_connect,
         )
         self.replica_manager.fetcher_manager.quota = self.quotas.follower
         await loop.run_in_executor(None, self._load_topic_throttles)
@@ -170,6 +179,7 @@ class KafkaServer:
             self.apis,
             framing.parse_request_header,
             api_name,
+            listener_security,
         )
         await self.socket_server.startup()
         self.log_tasks = LogTasks(self.config, self.log_manager, self.replica_manager)
@@ -185,10 +195,15 @@ class KafkaServer:
         await loop.run_in_executor(None, self.registration.register)
         self.zk.on_new_session(self._on_new_zk_session)
 
+        from kafkapy.server.controller.channel_manager import default_connection_factory
         from kafkapy.server.controller.kafka_controller import KafkaController
 
+        security = self._inter_broker_security
         self.controller = KafkaController(
-            self.config, zk, self.registration.broker_info, self.registration.broker_epoch
+            self.config, zk, self.registration.broker_info, self.registration.broker_epoch,
+            connection_factory=lambda host, port, client_id, timeout: default_connection_factory(
+                host, port, client_id, timeout, security
+            ),
         )
         await loop.run_in_executor(None, self.controller.startup)
         await self._await_cluster_metadata(loop)
@@ -212,6 +227,45 @@ class KafkaServer:
                 self.controller.active_controller_id,
                 STARTUP_METADATA_WAIT_S,
             )
+
+    @property
+    def inter_broker_security(self) -> Any:
+        """ClientSecurity of the inter-broker listener (PLAINTEXT before start-up computed it)."""
+        from kafkapy.client.sasl_client import PLAINTEXT
+
+        return self._inter_broker_security or PLAINTEXT
+
+    def _inter_broker_connect(self, host: str, port: int, **kwargs: Any) -> Any:
+        """A replica fetcher's connection to a leader, on the inter-broker listener's protocol."""
+        from kafkapy.client.connection import BrokerConnection
+
+        return BrokerConnection(host, port, security=self._inter_broker_security, **kwargs)
+
+    def _listener_security(self) -> dict[str, Any]:
+        """TLS contexts and SASL settings of the listeners that need them (configuration errors,
+        GSSAPI included, stop the start-up here)."""
+        from kafkapy.server.security.channel_builder import listener_security
+
+        return {
+            ep.listener_name: listener_security(self.config, ep.listener_name, ep.security_protocol, self._scram_credential)
+            for ep in self.config.listener_endpoints()
+            if ep.security_protocol != "PLAINTEXT"
+        }
+
+    async def _scram_credential(self, mechanism: str, user: str) -> Any:
+        """A user's SCRAM credential from /config/users/<user>, read off the loop. Read at each
+        authentication, so a credential changed by kafkapy-configs applies to the next login."""
+        from kafkapy.server.security.scram import ScramError, read_scram_credential
+        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+
+        def read() -> Any:
+            try:
+                return read_scram_credential(AdminZkClient(self.zk.client), user, mechanism)
+            except ScramError as e:
+                log.warning("Invalid SCRAM credential of user %s: %s", user, e)
+                return None
+
+        return await asyncio.get_running_loop().run_in_executor(None, read)
 
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""

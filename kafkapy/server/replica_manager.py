@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kafkapy.protocol.errors import (
@@ -35,7 +36,12 @@ from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
-from kafkapy.server.replica_fetcher_thread import BrokerEndPoint, FetcherConfig, InitialFetchState
+from kafkapy.server.replica_fetcher_thread import (
+    BrokerEndPoint,
+    FetcherConfig,
+    InitialFetchState,
+    ReplicaFetcherThread,
+)
 from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaManager")
@@ -84,6 +90,7 @@ class ReplicaManager:
         config: Any = None,
         zk: Callable[[], Any] | None = None,
         leader_quota: ReplicationQuotaManager | None = None,
+        fetcher_connect: Callable[..., Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         # Leader-side replication throttle (Kafka's quotas.leader); None: never throttle.
@@ -100,6 +107,9 @@ class ReplicaManager:
             broker_id,
             FetcherConfig.from_config(config) if config is not None else FetcherConfig(),
             int(config.num_replica_fetchers) if config is not None else 1,
+            # The followers' connections to leaders: BrokerConnection with the inter-broker
+            # listener's TLS/SASL settings when the broker gives them.
+            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),
         )
         self.isr_manager = IsrManager(
             broker_id,

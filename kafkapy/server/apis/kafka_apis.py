@@ -79,6 +79,8 @@ class KafkaApis:
             producer_ids,
             reassignments,
             records,
+            sasl,
+            scram_credentials,
             topics,
         )
 

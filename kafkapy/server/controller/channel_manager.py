@@ -15,9 +15,12 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkapy.server.controller.request_batch import inter_broker_endpoint
+
+if TYPE_CHECKING:
+    from kafkapy.client.sasl_client import ClientSecurity
 
 log = logging.getLogger("kafkapy.controller")
 
@@ -34,10 +37,14 @@ class Connection(Protocol):
 ConnectionFactory = Callable[[str, int, str, float], Connection]
 
 
-def default_connection_factory(host: str, port: int, client_id: str, timeout: float) -> Connection:
+def default_connection_factory(
+    host: str, port: int, client_id: str, timeout: float, security: ClientSecurity | None = None
+) -> Connection:
+    """A BrokerConnection; `security` is the inter-broker listener's TLS/SASL (None: PLAINTEXT)."""
     from kafkapy.client.connection import BrokerConnection
+    from kafkapy.client.sasl_client import PLAINTEXT
 
-    return BrokerConnection(host, port, client_id=client_id, timeout=timeout)
+    return BrokerConnection(host, port, client_id=client_id, timeout=timeout, security=security or PLAINTEXT)
 
 
 @dataclass(frozen=True, slots=True)

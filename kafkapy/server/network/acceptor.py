@@ -17,6 +17,7 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from typing import TYPE_CHECKING
 
 from kafkapy.server.network.connection_quotas import TooManyConnectionsError, normalize_ip
@@ -136,10 +137,23 @@ class Acceptor:
     async def _attach(self, conn: socket.socket, ip: str) -> None:
         loop = asyncio.get_running_loop()
         processor = self.server.new_processor(self.listener_name, ip)
+        security = self.server.security.get(self.listener_name)
+        tls = security.ssl_context if security is not None else None
         try:
-            await loop.connect_accepted_socket(lambda: processor, conn)
+            if tls is None:
+                await loop.connect_accepted_socket(lambda: processor, conn)
+            else:
+                # asyncio runs the TLS handshake on the loop without blocking it; the Processor's
+                # connection_made only comes once it succeeded.
+                await loop.connect_accepted_socket(
+                    lambda: processor, conn, ssl=tls, ssl_handshake_timeout=self.server.ssl_handshake_timeout_s
+                )
         except Exception as e:  # noqa: BLE001 - one connection failing must not reach the loop
-            log.warning("Closing connection from /%s before it started: %s", ip, e)
+            if isinstance(e, ssl.SSLError | ConnectionError | TimeoutError) and tls is not None:
+                # Kafka's Selector wording for a refused TLS client (a plaintext one included).
+                log.info("Failed authentication with /%s (SSL handshake failed: %s)", ip, e)
+            else:
+                log.warning("Closing connection from /%s before it started: %s", ip, e)
             conn.close()
             if not processor.registered:
                 # connection_made never ran, so the quota slot is still ours to free.

@@ -35,6 +35,7 @@ from kafkapy.server.network.connection_quotas import normalize_ip
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
 from kafkapy.server.network.region_send import RegionSend
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from kafkapy.server.network.socket_server import SocketServer
@@ -69,6 +70,8 @@ class Processor(asyncio.BufferedProtocol):
         # The address the connection quotas counted this connection under (normalised by the acceptor).
         self.client_ip = client_ip
         self.transport: asyncio.Transport | None = None
+        # Set from the client certificate on TLS listeners, by SASL on SASL ones (sasl_processor.py).
+        self.principal: KafkaPrincipal = ANONYMOUS
         self.connection_id = ""
         self.client_host = client_ip
         self._buf = bytearray()  # allocated at the first byte received
@@ -117,6 +120,10 @@ class Processor(asyncio.BufferedProtocol):
         if not self.client_host:
             self.client_host = str(peer[0])
         self.connection_id = f"{normalize_ip(str(local[0]))}:{local[1]}-{self.client_host}:{peer[1]}"
+        security = self.server.security.get(self.listener_name)
+        if security is not None and security.uses_tls:
+            # asyncio calls connection_made after the TLS handshake: the certificate is known.
+            self.principal = security.principal_mapper.principal(transport.get_extra_info("peercert"))
         self.server.connection_opened(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -266,7 +273,7 @@ class Processor(asyncio.BufferedProtocol):
             self.close()
             return
         request = Request(
-            header, frame, header.body_offset, self.connection_id, self.client_host, self.listener_name
+            header, frame, header.body_offset, self.connection_id, self.client_host, self.listener_name, self.principal
         )
         try:
             result = server.apis.handle(request)

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
+
 
 @dataclass(slots=True)
 class Request:
@@ -29,6 +31,9 @@ class Request:
     connection_id: str
     client_host: str
     listener_name: str
+    # Who sent it: the connection's authenticated principal (TLS certificate or SASL user),
+    # User:ANONYMOUS on PLAINTEXT; what an Authorizer will be asked about.
+    principal: KafkaPrincipal = ANONYMOUS
     context: Any = None
 
 

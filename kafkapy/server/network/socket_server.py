@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +25,8 @@ from kafkapy.server.network.connection_quotas import ConnectionQuotas
 from kafkapy.server.network.memory_pool import MemoryPool
 from kafkapy.server.network.processor import Processor
 from kafkapy.server.network.request_channel import Request, RequestChannel
+from kafkapy.server.security.channel_builder import ListenerSecurity
+from kafkapy.server.security.sasl_processor import SaslProcessor
 
 log = logging.getLogger("kafkapy.network.SocketServer")
 
@@ -52,8 +54,15 @@ class SocketServer:
         apis: RequestHandler,
         parse_header: Any,
         api_name: Any,
+        security: Mapping[str, ListenerSecurity] | None = None,
     ) -> None:
         self.config = config
+        # Listener name -> its TLS context / SASL settings; PLAINTEXT listeners need no entry.
+        self.security: Mapping[str, ListenerSecurity] = security or {}
+        idle_ms = config.connections_max_idle_ms
+        # A TLS handshake that does not finish is bounded like an idle connection (at most 60 s,
+        # asyncio's default), since the idle reaper only sees connections past their handshake.
+        self.ssl_handshake_timeout_s = 60.0 if idle_ms < 0 else max(1.0, min(60.0, idle_ms / 1000))
         self.endpoints = endpoints
         self.apis = apis
         self.parse_header = parse_header  # (frame) -> framing.RequestHeader
@@ -83,9 +92,9 @@ class SocketServer:
         loop = self._loop = asyncio.get_running_loop()
         backlog = self.config.socket_listen_backlog_size
         for ep in self.endpoints:
-            if ep.security_protocol != "PLAINTEXT":
+            if ep.security_protocol != "PLAINTEXT" and ep.listener_name not in self.security:
                 raise ValueError(
-                    f"Listener {ep.listener_name} uses {ep.security_protocol}: only PLAINTEXT is supported"
+                    f"Listener {ep.listener_name} uses {ep.security_protocol} but has no security settings"
                 )
             acceptor = Acceptor(self, ep, backlog)
             port = acceptor.open()
@@ -119,6 +128,9 @@ class SocketServer:
         log.info("Shutdown completed")
 
     def new_processor(self, listener_name: str, client_ip: str) -> Processor:
+        security = self.security.get(listener_name)
+        if security is not None and security.sasl is not None:
+            return SaslProcessor(self, listener_name, client_ip, security.sasl)
         return Processor(self, listener_name, client_ip)
 
     def connection_opened(self, conn: Processor) -> None:

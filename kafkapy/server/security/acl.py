@@ -1,0 +1,122 @@
+"""Kafka's ACL model and AclAuthorizer's decision, as pure functions (no ZooKeeper, no I/O).
+
+An ACL binds a resource pattern (type, name, LITERAL or PREFIXED; the literal name `*` is the
+wildcard) to an entry (principal, host, operation, ALLOW/DENY). `authorize` decides as Kafka's
+AclAuthorizer does: super users pass; without any ACL on the resource the answer is
+`allow.everyone.if.no.acl.found`; a matching DENY wins over any ALLOW; an ALLOW of Read, Write,
+Delete or Alter implies Describe, and AlterConfigs implies DescribeConfigs; `All` covers every
+operation; principal `User:*` and host `*` match anyone. Storage is server/zk/acl_znodes.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from kafkapy.server.security.principal import KafkaPrincipal
+
+WILDCARD = "*"
+WILDCARD_PRINCIPAL = "User:*"
+CLUSTER_NAME = "kafka-cluster"
+
+
+class ResourceType(Enum):
+    TOPIC = "Topic"
+    GROUP = "Group"
+    CLUSTER = "Cluster"
+    TRANSACTIONAL_ID = "TransactionalId"
+    DELEGATION_TOKEN = "DelegationToken"
+
+
+class PatternType(Enum):
+    LITERAL = "LITERAL"
+    PREFIXED = "PREFIXED"
+
+
+class Operation(Enum):
+    ALL = "All"
+    READ = "Read"
+    WRITE = "Write"
+    CREATE = "Create"
+    DELETE = "Delete"
+    ALTER = "Alter"
+    DESCRIBE = "Describe"
+    CLUSTER_ACTION = "ClusterAction"
+    DESCRIBE_CONFIGS = "DescribeConfigs"
+    ALTER_CONFIGS = "AlterConfigs"
+    IDEMPOTENT_WRITE = "IdempotentWrite"
+
+
+class Permission(Enum):
+    ALLOW = "Allow"
+    DENY = "Deny"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePattern:
+    resource_type: ResourceType
+    name: str
+    pattern_type: PatternType = PatternType.LITERAL
+
+    def matches(self, resource_type: ResourceType, name: str) -> bool:
+        if resource_type is not self.resource_type:
+            return False
+        if self.pattern_type is PatternType.PREFIXED:
+            return name.startswith(self.name)
+        return self.name in (name, WILDCARD)
+
+
+@dataclass(frozen=True, slots=True)
+class AclEntry:
+    principal: str  # "User:alice" or "User:*"
+    host: str  # an address or "*"
+    operation: Operation
+    permission: Permission
+
+    def applies_to(self, principal: KafkaPrincipal, host: str) -> bool:
+        return self.principal in (str(principal), WILDCARD_PRINCIPAL) and self.host in (host, WILDCARD)
+
+
+@dataclass(frozen=True, slots=True)
+class AclBinding:
+    pattern: ResourcePattern
+    entry: AclEntry
+
+
+# What an ALLOW of each key operation also grants (Kafka's AclAuthorizer implied operations).
+_IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
+    Operation.DESCRIBE: frozenset({Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER}),
+    Operation.DESCRIBE_CONFIGS: frozenset({Operation.ALTER_CONFIGS}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizerConfig:
+    super_users: frozenset[str] = frozenset()  # "User:admin", from super.users (';'-separated)
+    allow_everyone_if_no_acl_found: bool = False
+
+
+def parse_super_users(value: str | None) -> frozenset[str]:
+    return frozenset(p.strip() for p in (value or "").split(";") if p.strip())
+
+
+def authorize(
+    config: AuthorizerConfig,
+    acls: Iterable[AclBinding],
+    principal: KafkaPrincipal,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+    name: str,
+) -> bool:
+    if str(principal) in config.super_users:
+        return True
+    matching = [b.entry for b in acls if b.pattern.matches(resource_type, name)]
+    if not matching:
+        return config.allow_everyone_if_no_acl_found
+    applicable = [e for e in matching if e.applies_to(principal, host)]
+    if any(e.permission is Permission.DENY and e.operation in (operation, Operation.ALL) for e in applicable):
+        return False
+    granting = {operation, Operation.ALL} | _IMPLIED_BY.get(operation, frozenset())
+    return any(e.permission is Permission.ALLOW and e.operation in granting for e in applicable)

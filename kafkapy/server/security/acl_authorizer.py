@@ -1,0 +1,168 @@
+"""AclAuthorizer: Kafka's ACLs in ZooKeeper, cached per broker, following change notifications.
+
+`startup` loads every ACL under /kafka-acl and /kafka-acl-extended/prefixed and watches
+/kafka-acl-changes and /kafka-acl-extended-changes: a new notification names one resource
+pattern, which is reloaded, so ACLs written through any broker (or a tool) take effect on every
+broker within a ZooKeeper round trip. `add_acls` / `remove_acls` change a resource's znode with
+a conditional update (retried on a concurrent change) and then notify, as Kafka's does.
+`authorize` reads only the cache (no I/O: handlers may call it on the event loop).
+
+Not yet asked by the API handlers (issue 16's authorization part); blocking calls are for
+executor threads, tools and tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from kazoo.exceptions import BadVersionError, NodeExistsError
+
+from kafkapy.server.security.acl import (
+    AclBinding,
+    AclEntry,
+    AuthorizerConfig,
+    Operation,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    authorize,
+)
+from kafkapy.server.security.principal import KafkaPrincipal
+from kafkapy.server.zk.acl_znodes import AclChangeNotificationZNode, AclZNode, ResourceZNode
+from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.server.zk.watchers import ZNodeChildChangeHandler
+
+log = logging.getLogger("kafkapy.security.AclAuthorizer")
+
+
+class _ChangeHandler(ZNodeChildChangeHandler):
+    def __init__(self, authorizer: AclAuthorizer, pattern_type: PatternType) -> None:
+        super().__init__(AclChangeNotificationZNode.path(pattern_type))
+        self.authorizer = authorizer
+        self.pattern_type = pattern_type
+
+    def handle_child_change(self) -> None:
+        self.authorizer.process_notifications(self.pattern_type)
+
+
+class AclAuthorizer:
+    def __init__(self, config: AuthorizerConfig, zk: Any) -> None:
+        self.config = config
+        self.zk = zk  # KafkaZkClient
+        self._lock = threading.Lock()
+        self._acls: dict[ResourcePattern, frozenset[AclEntry]] = {}
+        self._seen: dict[PatternType, set[str]] = {p: set() for p in PatternType}
+
+    # -- life cycle (blocking) -----------------------------------------------------------------
+
+    def startup(self) -> None:
+        for pattern_type in PatternType:
+            self.zk.make_sure_persistent_path_exists(AclChangeNotificationZNode.path(pattern_type))
+            # Notifications older than the full load below are already reflected in it.
+            self._seen[pattern_type] = set(
+                self.zk.get_children(AclChangeNotificationZNode.path(pattern_type))
+            )
+        self._load_all()
+        for pattern_type in PatternType:
+            self.zk.register_znode_child_change_handler(_ChangeHandler(self, pattern_type))
+
+    def _load_all(self) -> None:
+        for pattern_type in PatternType:
+            for resource_type in ResourceType:
+                parent = f"{AclZNode.path(pattern_type)}/{resource_type.value}"
+                for name in self.zk.get_children(parent):
+                    self._reload(ResourcePattern(resource_type, name, pattern_type))
+
+    def _reload(self, pattern: ResourcePattern) -> None:
+        got = self.zk.get_data(ResourceZNode.path(pattern))
+        try:
+            entries = frozenset(ResourceZNode.decode(got[0] if got else None))
+        except ZkDataError as e:
+            log.error("Ignoring the ACLs of %s: %s", pattern, e)
+            return
+        with self._lock:
+            if entries:
+                self._acls[pattern] = entries
+            else:
+                self._acls.pop(pattern, None)
+
+    def process_notifications(self, pattern_type: PatternType) -> None:
+        """New acl_changes_ znodes: reload the resource each names (kazoo thread)."""
+        path = AclChangeNotificationZNode.path(pattern_type)
+        for child in sorted(self.zk.get_children(path)):
+            if child in self._seen[pattern_type]:
+                continue
+            self._seen[pattern_type].add(child)
+            got = self.zk.get_data(f"{path}/{child}")
+            if got is None:
+                continue
+            try:
+                self._reload(AclChangeNotificationZNode.decode(pattern_type, got[0]))
+            except ZkDataError as e:
+                log.error("Ignoring ACL change notification %s: %s", child, e)
+
+    # -- decisions (cache only) ---------------------------------------------------------------
+
+    def authorize(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        with self._lock:
+            bindings = [
+                AclBinding(pattern, entry)
+                for pattern, entries in self._acls.items()
+                if pattern.resource_type is resource_type
+                for entry in entries
+            ]
+        return authorize(self.config, bindings, principal, host, operation, resource_type, name)
+
+    def acls(self) -> list[AclBinding]:
+        with self._lock:
+            return [AclBinding(p, e) for p, entries in self._acls.items() for e in entries]
+
+    # -- changes (blocking) -------------------------------------------------------------------
+
+    def add_acls(self, pattern: ResourcePattern, entries: Iterable[AclEntry]) -> None:
+        self._update(pattern, lambda current: current | set(entries))
+
+    def remove_acls(self, pattern: ResourcePattern, entries: Iterable[AclEntry]) -> None:
+        self._update(pattern, lambda current: current - set(entries))
+
+    def _update(self, pattern: ResourcePattern, change: Any) -> None:
+        path = ResourceZNode.path(pattern)
+        for _ in range(100):  # a concurrent writer makes the conditional update fail: read again
+            got = self.zk.get_data(path)
+            current = ResourceZNode.decode(got[0]) if got else set()
+            wanted = change(current)
+            if wanted == current:
+                return
+            if got is None:
+                try:
+                    self.zk.create_recursive(path, ResourceZNode.encode(wanted))
+                except NodeExistsError:
+                    continue
+            elif not wanted:
+                try:
+                    if not self.zk.delete_path(path, got[1].version):
+                        continue
+                except BadVersionError:
+                    continue
+            else:
+                ok, _ = self.zk.conditional_update_path(path, ResourceZNode.encode(wanted), got[1].version)
+                if not ok:
+                    continue
+            self.zk.create_recursive(
+                AclChangeNotificationZNode.create_path(pattern.pattern_type),
+                AclChangeNotificationZNode.encode(pattern),
+                sequential=True,
+            )
+            self._reload(pattern)
+            return
+        raise RuntimeError(f"Could not update the ACLs of {pattern}: too many concurrent changes")
