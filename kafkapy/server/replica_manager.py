@@ -279,9 +279,12 @@ class ReplicaManager:
     # -- produce --------------------------------------------------------------------------------
 
     def append_records(
-        self, required_acks: int, entries: Iterable[tuple[TopicPartition, Any]]
+        self, required_acks: int, entries: Iterable[tuple[TopicPartition, Any]], *, from_coordinator: bool = False
     ) -> dict[TopicPartition, ProduceResult]:
-        """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`)."""
+        """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`).
+
+        `from_coordinator`: a coordinator's writes (transaction markers, transactional offset
+        commits), which may hold control batches and carry no sequence numbers."""
         results: dict[TopicPartition, ProduceResult] = {}
         partitions = self.partitions
         for tp, records in entries:
@@ -289,7 +292,7 @@ class ReplicaManager:
                 partition = partitions.get(tp)
                 if partition is None or not partition.is_leader:
                     partition = self.leader_partition(tp)  # raises the error that says why
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks, from_coordinator)
                 results[tp] = ProduceResult(
                     0, info.first_offset, info.log_append_time, info.log_start_offset, None, info.last_offset
                 )

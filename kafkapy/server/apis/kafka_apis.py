@@ -70,6 +70,7 @@ class KafkaApis:
             reassignments,
             records,
             topics,
+            transactions,
         )
 
         self.server = server

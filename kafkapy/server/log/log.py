@@ -198,7 +198,7 @@ class Log(RetentionAndTruncation):
             for _, header in batches:
                 if header.producer_id >= 0:
                     idempotent = True
-                    if (dup := self.producer_state.find_duplicate(header)) is not None:
+                    if not from_coordinator and (dup := self.producer_state.find_duplicate(header)) is not None:
                         return LogAppendInfo(
                             dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
                             dup.timestamp if config.log_append_time else NO_TIMESTAMP,
@@ -227,7 +227,9 @@ class Log(RetentionAndTruncation):
                     assigned.append((header, offset, marker))
                 num_messages += header.records_count
                 offset = last + 1
-            updates = self.producer_state.prepare(assigned) if idempotent else None
+            updates = (
+                self.producer_state.prepare(assigned, check_sequence=not from_coordinator) if idempotent else None
+            )
             self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
             if updates is not None:
                 self._commit_producer_state(updates)

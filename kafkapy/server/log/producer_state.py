@@ -186,11 +186,15 @@ class ProducerStateManager:
         entry = self.producers.get(header.producer_id)
         return entry.find_duplicate(header) if entry else None
 
-    def prepare(self, batches: Iterable[ProducerBatch], verify: bool = True) -> PreparedAppend:
+    def prepare(
+        self, batches: Iterable[ProducerBatch], verify: bool = True, check_sequence: bool = True
+    ) -> PreparedAppend:
         """Validate (header, assigned first offset, marker) triples; returns what to `commit`.
 
         Nothing changes until `commit`, so a refused or failed append leaves the state as is.
-        `verify=False` takes the batches as facts (follower appends, rebuild from the log).
+        `verify=False` takes the batches as facts (follower appends, rebuild from the log);
+        `check_sequence=False` checks epochs only: a coordinator's writes (transactional
+        offset commits) carry no sequence, as Kafka checks sequences for client appends only.
         """
         updates: dict[int, ProducerStateEntry] = {}
         started: list[tuple[int, int]] = []
@@ -210,7 +214,7 @@ class ProducerStateManager:
                 updates[pid] = current.with_marker(header, marker, first_offset)
                 continue
             if verify:
-                self._check(current, header, first_offset)
+                self._check(current, header, first_offset, check_sequence)
             updated = updates[pid] = current.with_batch(header, first_offset)
             if updated.current_txn_first_offset != current.current_txn_first_offset:
                 started.append((pid, first_offset))
@@ -249,7 +253,9 @@ class ProducerStateManager:
                 f"{self.topic_partition}: {marker.coordinator_epoch} (zombie), {current.coordinator_epoch} (current)"
             )
 
-    def _check(self, current: ProducerStateEntry, header: BatchHeader, offset: int) -> None:
+    def _check(
+        self, current: ProducerStateEntry, header: BatchHeader, offset: int, check_sequence: bool = True
+    ) -> None:
         epoch, seq = header.producer_epoch, header.base_sequence
         if not header.is_transactional and current.current_txn_first_offset >= 0:
             raise InvalidTxnStateException(
@@ -261,7 +267,7 @@ class ProducerStateManager:
                 f"Epoch of producer {header.producer_id} at offset {offset} in {self.topic_partition} is "
                 f"{epoch}, which is smaller than the last seen epoch {current.producer_epoch}"
             )
-        if current.producer_epoch == NO_PRODUCER_EPOCH:
+        if current.producer_epoch == NO_PRODUCER_EPOCH or not check_sequence:
             return  # unknown producer: any sequence starts it
         if epoch != current.producer_epoch:
             if seq != 0:
