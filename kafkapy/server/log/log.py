@@ -146,8 +146,10 @@ class Log(RetentionAndTruncation):
     @property
     def last_stable_offset(self) -> int:
         """What read_committed consumers may read up to: min(first unstable offset, high watermark)."""
-        first_unstable = self.producer_state.first_unstable_offset
         hw = self._high_watermark
+        if not self.producer_state.txns:
+            return hw  # no transaction open or settling: every fetch of plain data stops here
+        first_unstable = self.producer_state.first_unstable_offset
         return hw if first_unstable is None or first_unstable > hw else first_unstable
 
     @property
