@@ -70,7 +70,7 @@ class GroupOffsetsMixin:
         self.active = False
         self._expiry_task: asyncio.Task[None] | None = None
         self.offsets_topic_creation: asyncio.Future[None] | None = None  # FindCoordinator's, shared
-        self.pending_txn_offsets: PendingTxnOffsets = {}
+        self.pending_txn_offsets: PendingTxnOffsets = self.manager.pending_txn_offsets
 
     # -- lifecycle ------------------------------------------------------------------------------
 
