@@ -7,11 +7,13 @@ One broker (`transaction.state.log.replication.factor=1`, `min.isr=1`). Invarian
   stable offset until it ends;
 - a second producer with the same transactional.id fences the first (its commit fails);
 - a transaction left open past its timeout is aborted by the coordinator;
-- send_offsets_to_transaction commits the group's offsets only when the transaction commits.
+- send_offsets_to_transaction commits the group's offsets only when the transaction commits;
+- kafka-python's and aiokafka's transactional producers and read_committed consumers agree.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -48,7 +50,7 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 @pytest.fixture
 def cluster(kafkapy_cluster: KafkapyCluster) -> Iterator[KafkapyCluster]:
     admin = AdminClient({"bootstrap.servers": kafkapy_cluster.bootstrap_servers})
-    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out")])
+    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio")])
     for f in futures.values():
         f.result(WAIT_S)
     yield kafkapy_cluster
@@ -177,3 +179,68 @@ def test_send_offsets_to_transaction_commits_offsets_only_on_commit(cluster: Kaf
     p.commit_transaction(WAIT_S)
     wait_until(lambda: committed() == 20, "the committed offset 20")
     c.close()
+
+
+def test_kafka_python_and_aiokafka_commit_abort_commit(cluster: KafkapyCluster) -> None:
+    import kafka
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    bootstrap = cluster.bootstrap_servers
+    kp = kafka.KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kp-1")
+    kp.init_transactions()
+    for prefix, commit in (("c1", True), ("a", False), ("c2", True)):
+        kp.begin_transaction()
+        for i in range(5):
+            kp.send("kp", f"{prefix}-{i}".encode())
+        kp.flush()
+        (kp.commit_transaction if commit else kp.abort_transaction)()
+    kp.close()
+
+    def kafka_python_read(isolation: str) -> list[bytes]:
+        tp = kafka.TopicPartition("kp", 0)
+        c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                                enable_auto_commit=False, consumer_timeout_ms=4000)  # fmt: skip
+        c.assign([tp])
+        c.seek(tp, 0)
+        values = [m.value for m in c]
+        c.close()
+        return values
+
+    committed = [f"{p}-{i}".encode() for p in ("c1", "c2") for i in range(5)]
+    everything = [f"{p}-{i}".encode() for p in ("c1", "a", "c2") for i in range(5)]
+    assert kafka_python_read("read_committed") == committed
+    assert kafka_python_read("read_uncommitted") == everything
+
+    async def aiokafka_round() -> dict[str, list[bytes]]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aio-1")
+        await producer.start()
+        try:
+            for prefix, commit in (("c1", True), ("a", False), ("c2", True)):
+                await producer.begin_transaction()
+                for i in range(5):
+                    await producer.send_and_wait("aio", f"{prefix}-{i}".encode())
+                await (producer.commit_transaction() if commit else producer.abort_transaction())
+        finally:
+            await producer.stop()
+        out: dict[str, list[bytes]] = {}
+        for isolation in ("read_committed", "read_uncommitted"):
+            c = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation, enable_auto_commit=False)
+            await c.start()
+            tp = kafka.TopicPartition("aio", 0)
+            c.assign([tp])
+            c.seek(tp, 0)
+            values: list[bytes] = []
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(values) < (10 if isolation == "read_committed" else 15):
+                for msgs in (await c.getmany(timeout_ms=500)).values():
+                    values += [m.value for m in msgs]
+            await asyncio.sleep(1)  # nothing more may come
+            for msgs in (await c.getmany(timeout_ms=500)).values():
+                values += [m.value for m in msgs]
+            await c.stop()
+            out[isolation] = values
+        return out
+
+    read = asyncio.run(aiokafka_round())
+    assert read["read_committed"] == committed
+    assert read["read_uncommitted"] == everything
