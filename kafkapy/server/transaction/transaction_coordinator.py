@@ -14,7 +14,6 @@ the same. Everything runs on the broker's event loop: no locks.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -289,8 +288,10 @@ class TransactionCoordinator:
         interval = int(self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms) / 1000
         while True:
             await asyncio.sleep(interval)
-            with contextlib.suppress(Exception):
+            try:
                 await self.abort_timed_out_transactions()
+            except Exception:
+                log.exception("Error aborting timed-out transactions")
 
     async def abort_timed_out_transactions(self) -> int:
         now = now_ms()
@@ -309,8 +310,10 @@ class TransactionCoordinator:
         interval = int(self.config.transaction_remove_expired_transaction_cleanup_interval_ms) / 1000
         while True:
             await asyncio.sleep(interval)
-            with contextlib.suppress(Exception):
+            try:
                 await self.remove_expired_transactional_ids()
+            except Exception:
+                log.exception("Error expiring transactional ids")
 
     async def remove_expired_transactional_ids(self) -> int:
         """transactional.id.expiration.ms: ids idle that long with no open transaction get a tombstone."""
