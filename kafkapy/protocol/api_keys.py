@@ -127,6 +127,9 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.END_TXN: (0, 3),
     ApiKey.WRITE_TXN_MARKERS: (1, 1),  # the spec starts at v1 (Kafka 4 dropped v0); our coordinators send v1
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),  # v2 adds a transactional id regex (Kafka 4)
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),

@@ -8,12 +8,16 @@ One broker (`transaction.state.log.replication.factor=1`, `min.isr=1`). Invarian
 - a second producer with the same transactional.id fences the first (its commit fails);
 - a transaction left open past its timeout is aborted by the coordinator;
 - send_offsets_to_transaction commits the group's offsets only when the transaction commits;
-- kafka-python's and aiokafka's transactional producers and read_committed consumers agree.
+- kafka-python's and aiokafka's transactional producers and read_committed consumers agree;
+- kafkapy-transactions (ListTransactions, DescribeTransactions, DescribeProducers) shows an
+  open transaction where it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,7 +54,7 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 @pytest.fixture
 def cluster(kafkapy_cluster: KafkapyCluster) -> Iterator[KafkapyCluster]:
     admin = AdminClient({"bootstrap.servers": kafkapy_cluster.bootstrap_servers})
-    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio")])
+    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio", "tool")])
     for f in futures.values():
         f.result(WAIT_S)
     yield kafkapy_cluster
@@ -244,3 +248,26 @@ def test_kafka_python_and_aiokafka_commit_abort_commit(cluster: KafkapyCluster) 
     read = asyncio.run(aiokafka_round())
     assert read["read_committed"] == committed
     assert read["read_uncommitted"] == everything
+
+
+def test_transactions_tool_shows_an_open_transaction(cluster: KafkapyCluster) -> None:
+    p = producer(cluster, "tx-tool")
+    p.begin_transaction()
+    produce_n(p, "tool", "open", 3)
+
+    def tool(*args: str) -> tuple[int, list[list[str]]]:
+        r = subprocess.run(
+            [sys.executable, "-m", "kafkapy.tools.transactions", "--bootstrap-server", cluster.bootstrap_servers, *args],
+            capture_output=True, text=True, timeout=WAIT_S,
+        )  # fmt: skip
+        return r.returncode, [[c.strip() for c in line.split("\t")[:-1]] for line in r.stdout.splitlines()]
+
+    code, rows = tool("list")
+    assert code == 0 and rows[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert ["tx-tool", "0", rows[-1][2], "Ongoing"] in rows[1:]
+    code, rows = tool("describe", "--transactional-id", "tx-tool")
+    assert code == 0 and rows[1][1] == "tx-tool" and rows[1][4] == "Ongoing" and rows[1][8] == "tool-0"
+    code, rows = tool("describe-producers", "--topic", "tool", "--partition", "0")
+    assert code == 0 and rows[1][5] == "0", rows  # CurrentTransactionStartOffset
+    assert tool("describe", "--transactional-id", "nobody")[0] == 1
+    p.abort_transaction(WAIT_S)

@@ -70,6 +70,7 @@ class KafkaApis:
             reassignments,
             records,
             topics,
+            transaction_admin,
             transactions,
         )
 
