@@ -9,6 +9,7 @@ One broker (`transaction.state.log.replication.factor=1`, `min.isr=1`). Invarian
 - a transaction left open past its timeout is aborted by the coordinator;
 - send_offsets_to_transaction commits the group's offsets only when the transaction commits;
 - kafka-python's and aiokafka's transactional producers and read_committed consumers agree;
+- kafkapy's own KafkaProducer (init/begin/send_offsets/commit/abort) does the same;
 - kafkapy-transactions (ListTransactions, DescribeTransactions, DescribeProducers) shows an
   open transaction where it is.
 """
@@ -54,7 +55,7 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 @pytest.fixture
 def cluster(kafkapy_cluster: KafkapyCluster) -> Iterator[KafkapyCluster]:
     admin = AdminClient({"bootstrap.servers": kafkapy_cluster.bootstrap_servers})
-    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio", "tool")])
+    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio", "tool", "own")])
     for f in futures.values():
         f.result(WAIT_S)
     yield kafkapy_cluster
@@ -271,3 +272,25 @@ def test_transactions_tool_shows_an_open_transaction(cluster: KafkapyCluster) ->
     assert code == 0 and rows[1][5] == "0", rows  # CurrentTransactionStartOffset
     assert tool("describe", "--transactional-id", "nobody")[0] == 1
     p.abort_transaction(WAIT_S)
+
+
+def test_kafkapy_producer_transactions(cluster: KafkapyCluster) -> None:
+    from kafkapy.client.cluster import TopicPartition as OurTopicPartition
+    from kafkapy.producer import KafkaProducer
+
+    p = KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "own-1"})
+    try:
+        p.init_transactions()
+        for prefix, commit in (("c1", True), ("a", False), ("c2", True)):
+            p.begin_transaction()
+            for i in range(6):
+                p.send("own", f"{prefix}-{i}".encode())
+            p.send_offsets_to_transaction({OurTopicPartition("own", 0): 7 if commit else 99}, "own-group")
+            (p.commit_transaction if commit else p.abort_transaction)()
+    finally:
+        p.close()
+    assert consume(cluster, "own", "read_committed", 12) == [f"{x}-{i}".encode() for x in ("c1", "c2") for i in range(6)]
+    assert len(consume(cluster, "own", "read_uncommitted", 18)) == 18
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "own-group"})
+    assert c.committed([TopicPartition("own", 0)], timeout=WAIT_S)[0].offset == 7
+    c.close()
