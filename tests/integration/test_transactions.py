@@ -108,6 +108,19 @@ def test_commit_abort_commit_read_committed_sees_only_committed(cluster: Kafkapy
     p.commit_transaction(WAIT_S)
     assert consume(cluster, "txn", "read_committed", 100) == first + second
     assert consume(cluster, "txn", "read_uncommitted", 150) == first + aborted + second
+    # kafkapy's own consumer drops the aborted batches with the fetch's aborted_transactions.
+    from kafkapy.client.cluster import TopicPartition as OurTopicPartition
+    from kafkapy.client.consumer import SimpleConsumer
+
+    for isolation, expected in (("read_committed", first + second), ("read_uncommitted", first + aborted + second)):
+        ours = SimpleConsumer(cluster.bootstrap_servers, isolation_level=isolation, auto_offset_reset="earliest")
+        ours.assign([OurTopicPartition("txn", 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < len(expected) and time.monotonic() < deadline:
+            got += [r.value for r in ours.poll(500)]
+        ours.close()
+        assert got == expected, isolation
 
 
 def test_open_transaction_holds_read_committed_at_the_lso(cluster: KafkapyCluster) -> None:
