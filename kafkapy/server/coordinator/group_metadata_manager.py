@@ -170,6 +170,13 @@ class GroupMetadataManager:
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             self.on_group_unloaded(group)
+        # Pending transactional offsets go too: a coordinator that loads the partition later
+        # rebuilds them from the log (transactions still open there).
+        for producer_id, by_group in list(self.pending_txn_offsets.items()):
+            for group_id in [g for g in by_group if self.partition_for(g) == partition]:
+                del by_group[group_id]
+            if not by_group:
+                del self.pending_txn_offsets[producer_id]
         log.info("Unloaded groups of %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
 
     # -- writes ---------------------------------------------------------------------------------
