@@ -380,7 +380,14 @@ class SimpleConsumer:
                 return
             raise for_code(code, f"Fetch for {tp.topic}-{tp.partition}")
         self.high_watermarks[tp] = p.high_watermark
-        records, next_offset = decode_record_set(tp.topic, tp.partition, p.records, position, self.check_crcs)
+        aborted = (
+            [(t.producer_id, t.first_offset) for t in p.aborted_transactions]
+            if self.isolation_level == 1 and p.aborted_transactions
+            else None
+        )
+        records, next_offset = decode_record_set(
+            tp.topic, tp.partition, p.records, position, self.check_crcs, aborted
+        )
         if next_offset is not None and next_offset > position:
             self._positions[tp] = next_offset
         self._ready.extend(records)

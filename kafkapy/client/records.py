@@ -9,9 +9,11 @@ in a batch fits one byte, and a call per field would cost more than the rest of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafkapy.protocol.compression import decompress
+from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import HEADER_SIZE, BatchHeader, compute_crc, iter_batches
 
@@ -127,16 +129,32 @@ def decode_record_set(
     records: memoryview | bytes | None,
     min_offset: int = 0,
     check_crc: bool = True,
+    aborted_transactions: Sequence[tuple[int, int]] | None = None,
 ) -> tuple[list[ConsumerRecord], int | None]:
     """Records of every whole batch in `records`, and the offset after the last whole batch
-    (None when there was none: the partition's next fetch must ask for more bytes)."""
+    (None when there was none: the partition's next fetch must ask for more bytes).
+
+    `aborted_transactions` (read_committed: the fetch answer's (producer id, first offset)
+    list) drops the batches of aborted transactions as Kafka's Fetcher does: a producer is
+    aborted from its first offset until its ABORT marker."""
     if not records:
         return [], None
     view = records if isinstance(records, memoryview) else memoryview(records)
     out: list[ConsumerRecord] = []
     next_offset = None
+    pending = sorted(aborted_transactions, key=lambda t: t[1]) if aborted_transactions else []
+    aborted_pids: set[int] = set()
     for position, header in iter_batches(view):
         next_offset = header.next_offset
+        if pending or aborted_pids:
+            while pending and pending[0][1] <= header.last_offset:
+                aborted_pids.add(pending.pop(0)[0])
+            if header.is_control:
+                if header.producer_id in aborted_pids and parse_control_batch(view, position).is_abort:
+                    aborted_pids.discard(header.producer_id)
+                continue
+            if header.is_transactional and header.producer_id in aborted_pids:
+                continue
         if header.is_control or header.next_offset <= min_offset:
             continue
         out.extend(decode_batch(topic, partition, view, position, header, min_offset, check_crc))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Final
 
 from kafkapy.client.cluster import ClusterMetadata, TopicPartition
@@ -193,15 +193,17 @@ class RecordAccumulator:
         max_request_size: int,
         now: float,
         close_batch: Callable[[ProducerBatch], None],
+        allowed: Container[TopicPartition] | None = None,
     ) -> dict[int, list[ProducerBatch]]:
         """Take the first batch of each partition led by one of `nodes`, up to max_request_size
-        per node (one batch at least). `close_batch(batch)` seals each one taken."""
+        per node (one batch at least). `close_batch(batch)` seals each one taken. `allowed`:
+        only those partitions (a transaction's, once added to it)."""
         wanted = set(nodes)
         out: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         with self._lock:
             for tp, dq in self.batches.items():
-                if not dq or tp in self.muted:
+                if not dq or tp in self.muted or (allowed is not None and tp not in allowed):
                     continue
                 leader = cluster.leader_for(tp.topic, tp.partition)
                 if leader not in wanted:

@@ -65,6 +65,8 @@ def encoded_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
             out += hvalue
     return bytes(out)
 
+TRANSACTIONAL_ATTRIBUTE = 0x10  # record batch attributes bit 4 (Attr.TRANSACTIONAL)
+
 
 class RecordMetadata(NamedTuple):
     topic: str
@@ -169,7 +171,7 @@ class ProducerBatch:
         self.count = count + 1
         return FutureRecordMetadata(self, count)
 
-    def close(self, compression: int, producer_id: int, producer_epoch: int) -> None:
+    def close(self, compression: int, producer_id: int, producer_epoch: int, transactional: bool = False) -> None:
         """Fill in the header (compressing the records first); called each time the batch is
         drained, so a retry carries the same sequence number and bytes."""
         if self.closed_size:
@@ -179,7 +181,8 @@ class ProducerBatch:
             self.buf = self.buf[:HEADER_SIZE] + records
         buf = self.buf
         HEADER.pack_into(
-            buf, 0, 0, len(buf) - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, 0, compression,
+            buf, 0, 0, len(buf) - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, 0,
+            compression | (TRANSACTIONAL_ATTRIBUTE if transactional else 0),
             self.count - 1, self.base_ts, self.max_ts, producer_id, producer_epoch, self.base_sequence,
             self.count,
         )  # fmt: skip

@@ -68,6 +68,8 @@ class ProducerConfig:
     max_in_flight_requests_per_connection: int = 5
     max_request_size: int = 1_048_576
     enable_idempotence: bool = False
+    transactional_id: str | None = None  # set: a transactional producer (idempotent, acks=all)
+    transaction_timeout_ms: int = 60_000
     metadata_max_age_ms: int = 300_000
     reconnect_backoff_ms: int = 50
     reconnect_backoff_max_ms: int = 1_000
@@ -114,6 +116,11 @@ class ProducerConfig:
         if self.producer_type not in ("sync", "async"):
             raise ValueError(f"producer.type must be sync or async, not {self.producer_type!r}")
         config = self
+        if self.transactional_id is not None:
+            # Kafka's producer: a transactional id turns idempotence on, which needs acks=all.
+            if self.acks == 0:
+                raise ValueError("Must set acks to all in order to use the transactional producer.")
+            config = self = replace(self, enable_idempotence=True, acks=-1)
         if self.enable_idempotence:
             # Kafka's checks: idempotence needs acks=all, retries and at most 5 requests in flight.
             if self.acks != -1:
@@ -146,6 +153,8 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "max_in_flight_requests_per_connection": _INT,
     "max_request_size": _INT,
     "enable_idempotence": _bool,
+    "transactional_id": lambda v: None if v is None else str(v),
+    "transaction_timeout_ms": _INT,
     "metadata_max_age_ms": _INT,
     "reconnect_backoff_ms": _INT,
     "reconnect_backoff_max_ms": _INT,
@@ -182,7 +191,7 @@ IGNORED: frozenset[str] = frozenset(
         "receive.buffer.bytes", "connections.max.idle.ms", "security.protocol", "metrics.num.samples",
         "metric.reporters", "metrics.sample.window.ms", "metrics.recording.level", "interceptor.classes",
         "compressed.topics", "client.dns.lookup", "socket.connection.setup.timeout.ms",
-        "socket.connection.setup.timeout.max.ms", "transaction.timeout.ms",
+        "socket.connection.setup.timeout.max.ms",
         "key.serializer.java", "value.serializer.java",
     }
 )  # fmt: skip

@@ -28,6 +28,7 @@ from kafkapy.producer.batch import Callback, FailedFuture, FutureRecordMetadata,
 from kafkapy.producer.config import ProducerConfig
 from kafkapy.producer.partitioner import make_partitioner
 from kafkapy.producer.sender import Sender
+from kafkapy.producer.transaction_manager import KafkaTransactionStateError, TransactionManager
 from kafkapy.protocol.errors import (
     InvalidTopicException,
     KafkaError,
@@ -75,8 +76,16 @@ class KafkaProducer:
         # Partitioners that stick to a partition until its batch is full (KIP-480) say for which keys.
         self._sticky = getattr(self._partitioner, "uses_sticky", None)
         self._sender = Sender(c, self._client, self._accumulator)
+        self._txn: TransactionManager | None = None
+        if c.transactional_id is not None:
+            self._txn = TransactionManager(
+                c.bootstrap_servers, c.transactional_id, c.transaction_timeout_ms, c.max_block_ms,
+                c.retry_backoff_ms,
+            )  # fmt: skip
+            self._sender.transaction_manager = self._txn
         self._sender.start()
         self._closed = False
+        self._transaction_futures: list[Any] = []  # this transaction's sends, checked at commit
 
     def __enter__(self) -> KafkaProducer:
         return self
@@ -105,6 +114,8 @@ class KafkaProducer:
             raise RuntimeError("Cannot perform operation after producer has been closed")
         if not topic:
             raise InvalidTopicException("Topic name must not be empty")
+        if self._txn is not None and not self._txn.is_in_transaction():
+            raise KafkaTransactionStateError("Cannot send a record outside a transaction (begin_transaction first)")
         c = self.config
         key_bytes = c.key_serializer(key) if c.key_serializer else _to_bytes(key)
         value_bytes = c.value_serializer(value) if c.value_serializer else _to_bytes(value)
@@ -125,6 +136,8 @@ class KafkaProducer:
             future = FailedFuture(e, TopicPartition(topic, -1 if partition is None else partition))
         if callback is not None:
             future.add_callback(callback)
+        if self._txn is not None:
+            self._transaction_futures.append(future)
         if c.sync:
             future.exception()  # the old producer.type=sync: wait for the acknowledgement
         return future
@@ -184,6 +197,45 @@ class KafkaProducer:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    # -- transactions (KIP-98), with Kafka's producer semantics ---------------------------------
+
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise KafkaTransactionStateError("Transactional method invoked on a non-transactional producer.")
+        return self._txn
+
+    def init_transactions(self) -> None:
+        """Get the producer id and epoch for transactional.id, fencing any earlier producer with
+        it and completing its open transaction (aborted by the coordinator)."""
+        txn = self._transactions()
+        pid, epoch = txn.init_transactions()
+        self._sender.producer_epoch = epoch
+        self._sender.producer_id = pid  # last: the sender starts draining once it is set
+
+    def begin_transaction(self) -> None:
+        self._transactions().begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        """Commit the consumer group's offsets as part of the transaction (visible on commit)."""
+        self._transactions().send_offsets_to_transaction(offsets, group_id)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit: every record sent in the transaction becomes visible to
+        read_committed consumers. A failed send raises here and the transaction must abort."""
+        txn = self._transactions()
+        self.flush(timeout)
+        failed = next((f.exception() for f in self._transaction_futures if f.exception() is not None), None)
+        if failed is not None:
+            raise KafkaTransactionStateError(f"Cannot commit: a record of the transaction failed: {failed}")
+        txn.end_transaction(commit=True)
+        self._transaction_futures.clear()
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        txn = self._transactions()
+        self.flush(timeout)
+        txn.end_transaction(commit=False)
+        self._transaction_futures.clear()
+
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each of those records is acknowledged or
         failed; TimeoutException after `timeout` seconds."""
@@ -213,5 +265,7 @@ class KafkaProducer:
         if self._sender.is_alive():
             self._sender.initiate_close(force=True)
             self._sender.join()
+        if self._txn is not None:
+            self._txn.close()
         if self._sender.fatal_error is not None and not isinstance(self._sender.fatal_error, KafkaError):
             raise self._sender.fatal_error

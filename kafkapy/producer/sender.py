@@ -84,6 +84,9 @@ class Sender(threading.Thread):
         self.idempotent = config.enable_idempotence
         self.guarantee_order = config.max_in_flight_requests_per_connection == 1 and not self.idempotent
         self.producer_id = -1
+        # A transactional producer's TransactionManager: it gets the producer id
+        # (init_transactions) and adds partitions to the transaction before their first batch.
+        self.transaction_manager: Any = None
         self.producer_epoch = -1
         self._pid_in_flight = False
         self._pid_retry_at = 0.0
@@ -123,10 +126,17 @@ class Sender(threading.Thread):
     def run_once(self) -> None:
         now = time.monotonic()
         poll_timeout = 1.0
+        txn = self.transaction_manager
         if self.idempotent and self.producer_id < 0:
-            self._maybe_init_producer_id(now)
+            if txn is None:
+                self._maybe_init_producer_id(now)
             self.client.poll(0.05)
             return
+        if txn is not None:
+            with self.accumulator._lock:
+                waiting = [tp for tp, dq in self.accumulator.batches.items() if dq]
+            if waiting:
+                txn.add_partitions(waiting)
         cluster = self.client.cluster
         nodes, next_check, unknown = self.accumulator.ready(cluster, now)
         if unknown:
@@ -137,8 +147,9 @@ class Sender(threading.Thread):
             # Connecting, backing off or at max in flight: poll wakes on I/O; backoff needs a timer.
             poll_timeout = self.config.reconnect_backoff_ms / 1000
         drained = self.accumulator.drain(
-            cluster, nodes - not_ready, self.config.max_request_size, now, self._close_batch
-        )
+            cluster, nodes - not_ready, self.config.max_request_size, now, self._close_batch,
+            None if txn is None else txn.added_partitions(),
+        )  # fmt: skip
         for batch in self.accumulator.expired_batches(now):
             self._fail(batch, TimeoutException(self._expiry_message(batch, now)))
         for node, batches in drained.items():
@@ -161,7 +172,9 @@ class Sender(threading.Thread):
             seq = self._next_sequence.get(batch.tp, 0)
             batch.base_sequence = seq
             self._next_sequence[batch.tp] = increment_sequence(seq, batch.count)
-        batch.close(self.config.compression_type, self.producer_id, self.producer_epoch)
+        batch.close(
+            self.config.compression_type, self.producer_id, self.producer_epoch, self.transaction_manager is not None
+        )
 
     def _send_produce(self, node: int, batches: list[ProducerBatch]) -> None:
         acks = self.config.acks

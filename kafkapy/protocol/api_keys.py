@@ -124,6 +124,17 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # The spec kafka-python ships starts at v2 (Kafka 4 dropped 0-1); librdkafka sends v2 only,
     # kafka-python up to v4; v3 adds replica_id, v4 is flexible.
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    # Transactions (KIP-98). librdkafka 2.x sends AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v0-3
+    # and TxnOffsetCommit up to v3; v4+ of AddPartitionsToTxn and v5 of EndTxn are KIP-890's
+    # (server-side verification, epoch bump per transaction), which kafkapy does not do.
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.WRITE_TXN_MARKERS: (1, 1),  # the spec starts at v1 (Kafka 4 dropped v0); our coordinators send v1
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),  # v2 adds a transactional id regex (Kafka 4)
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),

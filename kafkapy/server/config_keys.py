@@ -208,6 +208,8 @@ BROKER_CONFIG = (
     .define("transaction.state.log.num.partitions", INT, 50, at_least(1), HIGH, "Partitions of __transaction_state")
     .define("transaction.state.log.segment.bytes", INT, 104857600, at_least(1), HIGH, "Segment size of __transaction_state")
     .define("transaction.state.log.min.isr", INT, 2, at_least(1), HIGH, "min.insync.replicas of __transaction_state")
+    .define("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, at_least(1), LOW, "How often timed-out transactions are aborted")
+    .define("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000, at_least(1), LOW, "How often expired transactional ids are removed")
     # Producer state of each partition log (idempotent producers). Kafka 2.x expired producer
     # ids after transactional.id.expiration.ms; KIP-854 gave them their own key and default.
     .define("producer.id.expiration.ms", INT, 86400000, at_least(1), LOW, "Idle time before a partition forgets a producer id")

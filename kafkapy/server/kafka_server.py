@@ -60,6 +60,7 @@ class KafkaServer:
         self.apis: Any = None
         self.controller: Any = None
         self.group_coordinator: Any = None
+        self.transaction_coordinator: Any = None
         self.producer_id_manager: ProducerIdManager | None = None
         # How the controller and the replica fetchers connect to the inter-broker listener.
         self._inter_broker_security: Any = None
@@ -161,6 +162,13 @@ class KafkaServer:
         # Before the controller starts: its first LeaderAndIsr may make us lead __consumer_offsets.
         self.group_coordinator = GroupCoordinator(self.broker_id, self.config, self.replica_manager)
         self.group_coordinator.startup()
+        from kafkapy.server.transaction.transaction_coordinator import TransactionCoordinator
+
+        self.transaction_coordinator = TransactionCoordinator(
+            self.broker_id, self.config, self.replica_manager, self.producer_id_manager, self.metadata_cache,
+            self.group_coordinator,
+        )  # fmt: skip
+        self.transaction_coordinator.startup()
         from kafkapy.protocol import framing
         from kafkapy.protocol.api_keys import ApiKey
 
@@ -355,6 +363,8 @@ class KafkaServer:
         self.state = BrokerState.BrokerShuttingDown
         if self.socket_server is not None:
             await self.socket_server.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.log_tasks is not None:

@@ -210,7 +210,7 @@ class Partition:
 
     # -- leader side ----------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: Any, required_acks: int) -> Any:
+    def append_records_to_leader(self, records: Any, required_acks: int, from_coordinator: bool = False) -> Any:
         if not self.is_leader:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {self.tp} on broker {self.local_broker_id}"
@@ -220,7 +220,7 @@ class Partition:
                 f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the min.isr "
                 f"requirement of {min_isr} for partition {self.tp}"
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, from_coordinator=from_coordinator)
         self.maybe_increment_high_watermark()
         return info
 

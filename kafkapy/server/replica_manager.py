@@ -71,6 +71,9 @@ class EpochEndOffset:
     end_offset: int = -1
 
 
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch/ListOffsets isolation_level
+
+
 @dataclass(slots=True)
 class FetchResult:
     error_code: int = 0
@@ -79,6 +82,8 @@ class FetchResult:
     log_start_offset: int = -1
     records: list[FileRegion] = field(default_factory=list)
     size: int = 0
+    # read_committed only: (producer id, first offset) of the aborted transactions in range.
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 class ReplicaManager:
@@ -294,9 +299,12 @@ class ReplicaManager:
     # -- produce --------------------------------------------------------------------------------
 
     def append_records(
-        self, required_acks: int, entries: Iterable[tuple[TopicPartition, Any]]
+        self, required_acks: int, entries: Iterable[tuple[TopicPartition, Any]], *, from_coordinator: bool = False
     ) -> dict[TopicPartition, ProduceResult]:
-        """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`)."""
+        """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`).
+
+        `from_coordinator`: a coordinator's writes (transaction markers, transactional offset
+        commits), which may hold control batches and carry no sequence numbers."""
         results: dict[TopicPartition, ProduceResult] = {}
         partitions = self.partitions
         for tp, records in entries:
@@ -304,7 +312,7 @@ class ReplicaManager:
                 partition = partitions.get(tp)
                 if partition is None or not partition.is_leader:
                     partition = self.leader_partition(tp)  # raises the error that says why
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks, from_coordinator)
                 results[tp] = ProduceResult(
                     0, info.first_offset, info.log_append_time, info.log_start_offset, None, info.last_offset
                 )
@@ -400,10 +408,17 @@ class ReplicaManager:
                 the_log = partition.log
                 hw = the_log.high_watermark
                 res.high_watermark = hw
-                res.last_stable_offset = hw
+                lso = res.last_stable_offset = the_log.last_stable_offset
                 res.log_start_offset = the_log.log_start_offset
-                max_offset = None if replica_id >= 0 else hw
+                # Consumers read up to the high watermark, read_committed ones up to the LSO.
+                max_offset = None if replica_id >= 0 else lso if isolation_level == READ_COMMITTED else hw
                 info = the_log.read(offset, min(part_max, max(remaining, 0)), max_offset, min_one)
+                if isolation_level == READ_COMMITTED and replica_id < 0:
+                    res.aborted_transactions = (
+                        [(t.producer_id, t.first_offset) for t in the_log.collect_aborted_transactions(offset, lso)]
+                        if info.records
+                        else []
+                    )
                 if replica_id >= 0 and update_follower_state:
                     # Only a fetch the log could serve says where the follower is (an
                     # out-of-range offset must not count as caught up).
@@ -438,7 +453,13 @@ class ReplicaManager:
         return False
 
     def fetchable_bytes(
-        self, tp: TopicPartition, offset: int, replica_id: int, limit: int, current_leader_epoch: int
+        self,
+        tp: TopicPartition,
+        offset: int,
+        replica_id: int,
+        limit: int,
+        current_leader_epoch: int,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> int:
         """Bytes (up to about `limit`) a fetch at `offset` would get now, for a delayed fetch's
         min_bytes; -1 if it must answer at once (leadership or the leader epoch the fetch named
@@ -450,7 +471,10 @@ class ReplicaManager:
         if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_LEADER_EPOCH:
             return -1
         the_log = partition.log
-        end = the_log.log_end_offset if replica_id >= 0 else the_log.high_watermark
+        if replica_id >= 0:
+            end = the_log.log_end_offset
+        else:
+            end = the_log.last_stable_offset if isolation_level == READ_COMMITTED else the_log.high_watermark
         if offset == end or self._throttled_now(tp, partition, replica_id):
             return 0  # a throttled follower waits out its long poll rather than spinning
         if offset > end or offset < the_log.log_start_offset:

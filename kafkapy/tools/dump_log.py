@@ -22,6 +22,10 @@ from kafkapy.tools.dump_log_segments import (
     dump_log,
     dump_producer_snapshot,
     dump_time_index,
+    dump_txn_index,
+)
+from kafkapy.tools.dump_log_segments import (
+    transaction_log_decoder as transaction_log_decoder_fn,
 )
 
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -53,23 +57,29 @@ def _err(line: str) -> None:
                    "that is executed on broker startup to determine if an index needs rebuilding or not.")
 @click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               metavar="size", help="Size of largest message.")
+@click.option("--transaction-log-decoder", is_flag=True,
+              help="if set, log data will be parsed as transaction metadata from the __transaction_state topic.")
 def main(files: str | None, print_data_log: bool, deep_iteration: bool, verify_index_only: bool,
-         index_sanity_check: bool, max_message_size: int) -> None:
+         index_sanity_check: bool, max_message_size: int, transaction_log_decoder: bool) -> None:
     if not files:
         _err('Missing required argument "[files]"')
         sys.exit(1)
     errors = DumpErrors()
+    print_data_log = print_data_log or transaction_log_decoder
     deep = deep_iteration or print_data_log
+    decoder = transaction_log_decoder_fn if transaction_log_decoder else None
     for path in files.split(","):
         _out(f"Dumping {path}")
         suffix = os.path.splitext(path)[1]
         try:
             if suffix == ".log":
-                dump_log(path, print_data_log, deep, errors, _out)
+                dump_log(path, print_data_log, deep, errors, _out, decoder)
             elif suffix == ".index":
                 dump_index(path, index_sanity_check, verify_index_only, errors, max_message_size, _out)
             elif suffix == ".timeindex":
                 dump_time_index(path, index_sanity_check, verify_index_only, errors, _out)
+            elif suffix == ".txnindex":
+                dump_txn_index(path, _out)
             elif suffix == ".snapshot":
                 dump_producer_snapshot(path, _out, _err)
             else:

@@ -32,6 +32,8 @@ from kafkapy.protocol.record_batch import (
 from kafkapy.server.log.abstract_index import CorruptIndexException
 from kafkapy.server.log.producer_state import ProducerStateEntry
 from kafkapy.server.log.producer_state_snapshot import CorruptSnapshotException, read_snapshot_file
+from kafkapy.server.log.transaction_index import ENTRY_SIZE, AbortedTxn
+from kafkapy.server.transaction import transaction_log as txn_log
 
 RECORD_INDENT = "|"
 Out = Callable[[str], None]
@@ -134,7 +136,27 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")  # Kafka's StringDecoder
 
 
-def record_line(h: BatchHeader, rec: Record, print_contents: bool) -> str:
+# (key, value) -> (key text, payload text): a --*-decoder's view of a record.
+Decoder = Callable[[bytes | None, bytes | None], tuple[str, str]]
+
+
+def transaction_log_decoder(key: bytes | None, value: bytes | None) -> tuple[str, str]:
+    """Kafka 2.8's TransactionLogMessageParser wording for __transaction_state records."""
+    if key is None:
+        return "NO_KEY", "NO_PAYLOAD"
+    txn_id = txn_log.read_key(key)
+    if value is None:
+        return f"transaction_metadata::transactionalId={txn_id}", "<DELETE>"
+    v = txn_log.read_value(value)
+    partitions = ",".join(f"{t}-{p}" for t, p in v.partitions)
+    return (
+        f"transaction_metadata::transactionalId={txn_id}",
+        f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state},partitions=[{partitions}],"
+        f"txnLastUpdateTimestamp={v.txn_last_update_timestamp},txnTimeoutMs={v.txn_timeout_ms}",
+    )
+
+
+def record_line(h: BatchHeader, rec: Record, print_contents: bool, decoder: Decoder | None = None) -> str:
     key_size = -1 if rec.key is None else len(rec.key)
     value_size = -1 if rec.value is None else len(rec.value)
     sequence = NO_SEQUENCE if h.base_sequence == NO_SEQUENCE else increment_sequence(
@@ -150,6 +172,9 @@ def record_line(h: BatchHeader, rec: Record, print_contents: bool) -> str:
             line += f" endTxnMarker: {control} coordinatorEpoch: {epoch}"
         else:
             line += f" controlType: UNKNOWN({type_id})"
+    elif decoder is not None:
+        key_text, payload = decoder(rec.key, rec.value)
+        line += f" key: {key_text} payload: {payload}"
     elif print_contents:
         if rec.key is not None:
             line += f" key: {_text(rec.key)}"
@@ -158,7 +183,18 @@ def record_line(h: BatchHeader, rec: Record, print_contents: bool) -> str:
     return line
 
 
-def dump_log(path: str, print_contents: bool, deep: bool, errors: DumpErrors, out: Out) -> None:
+def dump_txn_index(path: str, out: Out) -> None:
+    """A `.txnindex`: one line per aborted transaction, as Kafka's dumpTxnIndex prints it."""
+    data = _read(path)
+    for position in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
+        t = AbortedTxn.decode(data, position)
+        out(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
+            f"lastStableOffset: {t.last_stable_offset}")
+
+
+def dump_log(
+    path: str, print_contents: bool, deep: bool, errors: DumpErrors, out: Out, decoder: Decoder | None = None
+) -> None:
     out(f"Starting offset: {base_offset_of(path)}")
     buf = memoryview(_read(path))
     valid_bytes = 0
@@ -170,7 +206,7 @@ def dump_log(path: str, print_contents: bool, deep: bool, errors: DumpErrors, ou
                 if last_offset != -1 and rec.offset != last_offset + 1:
                     errors.non_consecutive.setdefault(os.path.abspath(path), []).insert(0, (last_offset, rec.offset))
                 last_offset = rec.offset
-                out(record_line(h, rec, print_contents))
+                out(record_line(h, rec, print_contents, decoder))
         valid_bytes += h.size
     trailing = len(buf) - valid_bytes
     if trailing > 0:

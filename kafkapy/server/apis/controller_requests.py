@@ -23,7 +23,32 @@ async def handle_leader_and_isr(apis: KafkaApis, request: Request, body: Any) ->
     configs = await gather_configs(loop, topics, apis.server._log_config_for)
     response = apis.replica_manager.become_leader_or_follower(body, configs)
     _update_group_coordinator(apis, body, response)
+    _update_transaction_coordinator(apis, body, response)
     return response
+
+
+def _update_transaction_coordinator(apis: KafkaApis, body: Any, response: dict[str, Any]) -> None:
+    """Load the __transaction_state partitions we now lead, with their leader epoch as the
+    coordinator epoch of the markers we send for them; unload those we stopped leading."""
+    from kafkapy.server.log.topic_partition import TopicPartition
+    from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
+
+    tc = apis.server.transaction_coordinator
+    if tc is None or response.get("error_code"):
+        return
+    manager = tc.manager
+    for ts in body.topic_states:
+        if ts.topic_name != TRANSACTION_STATE_TOPIC_NAME:
+            continue
+        for ps in ts.partition_states:
+            index = ps.partition_index
+            partition = apis.replica_manager.partitions.get(TopicPartition(ts.topic_name, index))
+            if partition is not None and partition.is_leader and ps.leader == apis.broker_id:
+                loaded_at = manager.coordinator_epochs.get(index)
+                if index not in manager.loading_partitions and loaded_at != ps.leader_epoch:
+                    tc.on_elected(index, ps.leader_epoch)
+            else:
+                tc.on_resigned(index)
 
 
 def _update_group_coordinator(apis: KafkaApis, body: Any, response: dict[str, Any]) -> None:
@@ -66,14 +91,18 @@ def handle_update_metadata(apis: KafkaApis, request: Request, body: Any) -> dict
 @handles(ApiKey.STOP_REPLICA)
 def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+    from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
     gc = apis.server.group_coordinator
-    if gc is not None and body.controller_epoch >= apis.replica_manager.controller_epoch:
-        # A stopped __consumer_offsets replica no longer answers for its groups.
+    tc = apis.server.transaction_coordinator
+    if body.controller_epoch >= apis.replica_manager.controller_epoch:
+        # A stopped __consumer_offsets / __transaction_state replica no longer coordinates.
         for ts in body.topic_states:
-            if ts.topic_name == GROUP_METADATA_TOPIC_NAME:
-                for ps in ts.partition_states:
+            for ps in ts.partition_states:
+                if ts.topic_name == GROUP_METADATA_TOPIC_NAME and gc is not None:
                     gc.on_resigned(ps.partition_index)
+                elif ts.topic_name == TRANSACTION_STATE_TOPIC_NAME and tc is not None:
+                    tc.on_resigned(ps.partition_index)
     return apis.replica_manager.stop_replicas(body)
 
 

@@ -120,7 +120,7 @@ async def _delayed(
     def can_complete() -> bool:
         available = 0
         for tp, (offset, epoch) in offsets.items():
-            n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available, epoch)
+            n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available, epoch, isolation)
             if n < 0:
                 return True  # leadership or its epoch moved, or the offset left the log: answer now
             available += n
@@ -175,6 +175,7 @@ def _encode(
                 r.last_stable_offset,
                 r.log_start_offset,
                 r.records,
+                r.aborted_transactions,
             )
         topics[-1][2].append(part)
     return fetch_codec.encode_fetch_response(

@@ -91,17 +91,32 @@ async def _ensure_offsets_topic(apis: KafkaApis, gc: Any) -> None:
 
 
 async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[str, Any]:
-    gc = coordinator(apis)
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _coordinator_error(key, InvalidRequestException.code, f"Unknown coordinator type {key_type}")
-    if key_type == TRANSACTION_KEY_TYPE or gc is None or not gc.active:
-        return _coordinator_error(key, _NOT_AVAILABLE)
     cache = apis.metadata_cache
-    if not cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
-        if _enough_brokers_for_offsets_topic(apis):
-            await _ensure_offsets_topic(apis, gc)
-        return _coordinator_error(key, _NOT_AVAILABLE)
-    info = cache.partition_info(GROUP_METADATA_TOPIC_NAME, gc.manager.partition_for(key))
+    if key_type == TRANSACTION_KEY_TYPE:
+        from kafkapy.server.apis.transaction_topic import ensure_transaction_topic
+        from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
+
+        tc = getattr(apis.server, "transaction_coordinator", None)
+        if tc is None or not tc.active:
+            return _coordinator_error(key, _NOT_AVAILABLE)
+        if not key:
+            return _coordinator_error(key, InvalidRequestException.code, "Transactional id must not be empty")
+        if not cache.contains_topic(TRANSACTION_STATE_TOPIC_NAME):
+            await ensure_transaction_topic(apis, tc)
+            return _coordinator_error(key, _NOT_AVAILABLE)
+        topic, partition = TRANSACTION_STATE_TOPIC_NAME, tc.manager.partition_for(key)
+    else:
+        gc = coordinator(apis)
+        if gc is None or not gc.active:
+            return _coordinator_error(key, _NOT_AVAILABLE)
+        if not cache.contains_topic(GROUP_METADATA_TOPIC_NAME):
+            if _enough_brokers_for_offsets_topic(apis):
+                await _ensure_offsets_topic(apis, gc)
+            return _coordinator_error(key, _NOT_AVAILABLE)
+        topic, partition = GROUP_METADATA_TOPIC_NAME, gc.manager.partition_for(key)
+    info = cache.partition_info(topic, partition)
     endpoint = (
         None if info is None or info.leader < 0 else cache.alive_endpoint(info.leader, request.listener_name)
     )

@@ -82,6 +82,8 @@ class KafkaApis:
             sasl,
             scram_credentials,
             topics,
+            transaction_admin,
+            transactions,
         )
 
         self.server = server

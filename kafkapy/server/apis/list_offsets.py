@@ -15,6 +15,7 @@ from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.partition import NO_LEADER_EPOCH
+from kafkapy.server.replica_manager import READ_COMMITTED
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -33,16 +34,20 @@ def offset_for(
     timestamp: int,
     current_leader_epoch: int = NO_LEADER_EPOCH,
     from_consumer: bool = True,
+    isolation_level: int = 0,
 ) -> tuple[int, int, int]:
     """(offset, timestamp, leader epoch) for one partition; raises the partition's error.
 
     Consumers see up to the high watermark; a replica or the debugging id up to the log end
-    offset (Kafka's lastFetchableOffset without an isolation level).
+    offset (Kafka's lastFetchableOffset); read_committed consumers up to the last stable offset.
     """
     partition = apis.replica_manager.leader_partition(tp, current_leader_epoch)
     log = partition.log
     hw = log.high_watermark
-    last_fetchable = hw if from_consumer else log.log_end_offset
+    if not from_consumer:
+        last_fetchable = log.log_end_offset
+    else:
+        last_fetchable = log.last_stable_offset if isolation_level == READ_COMMITTED else hw
     # A new leader's high watermark trails the offset its epoch began at until its followers
     # fetch again: an answer from below it could send a consumer backwards, so Kafka asks the
     # client to retry (Partition.fetchOffsetForTimestamp).
@@ -71,6 +76,7 @@ def offset_for(
 @handles(ApiKey.LIST_OFFSETS)
 def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     from_consumer = body.replica_id == CONSUMER_REPLICA_ID
+    isolation = body.isolation_level if request.header.api_version >= 2 else 0
     topics = []
     for t in body.topics:
         parts = []
@@ -85,7 +91,9 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[st
             try:
                 tp = TopicPartition(t.name, p.partition_index)
                 # current_leader_epoch is -1 (the codec's default) before v4: never fenced.
-                offset, ts, epoch = offset_for(apis, tp, p.timestamp, p.current_leader_epoch, from_consumer)
+                offset, ts, epoch = offset_for(
+                    apis, tp, p.timestamp, p.current_leader_epoch, from_consumer, isolation
+                )
                 out.update(offset=offset, timestamp=ts, leader_epoch=epoch)
                 if request.header.api_version == 0:
                     out["old_style_offsets"] = [offset] if offset >= 0 else []

@@ -18,7 +18,6 @@ from kafkapy.protocol.errors import (
     CorruptRecordException,
     InvalidRequiredAcksException,
     InvalidTopicException,
-    TransactionalIdAuthorizationException,
     UnknownTopicOrPartitionException,
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
@@ -43,9 +42,6 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
     # Request-level refusals answer every partition with the same error.
     if acks not in (-1, 0, 1):
         refused = InvalidRequiredAcksException.code
-    elif req.transactional_id is not None:
-        # No transaction coordinator yet: refuse rather than pretend to be transactional.
-        refused = TransactionalIdAuthorizationException.code
     else:
         refused = 0
     for topic, partitions in req.topics:

@@ -1,4 +1,5 @@
-"""InitProducerId for idempotent producers (transactions are not supported yet)."""
+"""InitProducerId: idempotent producers get a new id here; a transactional id goes to the
+TransactionCoordinator (epoch bump, fencing of the previous producer)."""
 
 from __future__ import annotations
 
@@ -6,23 +7,29 @@ import asyncio
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import TransactionalIdAuthorizationException
+from kafkapy.protocol.errors import CoordinatorNotAvailableException
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.apis.transactions import fenced_for_version, txn_coordinator
 from kafkapy.server.network.request_channel import Request
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)
 async def handle_init_producer_id(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    version = request.header.api_version
     if body.transactional_id is not None:
-        # Without a transaction coordinator, refusing is the honest answer: the client fails
-        # fast with a fatal error instead of believing its writes are transactional.
-        return {
-            "throttle_time_ms": 0,
-            "error_code": TransactionalIdAuthorizationException.code,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
-    if request.header.api_version >= 3 and body.producer_id >= 0:
+        tc = txn_coordinator(apis)
+        if tc is None:
+            code, pid, epoch = CoordinatorNotAvailableException.code, -1, -1
+        else:
+            code, pid, epoch = await tc.init_producer_id(
+                body.transactional_id,
+                body.transaction_timeout_ms,
+                body.producer_id if version >= 3 else -1,
+                body.producer_epoch if version >= 3 else -1,
+            )
+        code = fenced_for_version(code, version, 4)
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+    if version >= 3 and body.producer_id >= 0:
         # KIP-360: a producer that lost track of its sequence asks to bump its epoch.
         return {
             "throttle_time_ms": 0,

@@ -11,6 +11,7 @@ high watermark has passed it, so an acknowledged offset survives a failover or a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,7 +25,7 @@ from kafkapy.protocol.errors import (
 from kafkapy.protocol.record_batch import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState, now_ms
-from kafkapy.server.coordinator.log_reader import read_log_records
+from kafkapy.server.coordinator.log_reader import CommittedRecordsReader
 from kafkapy.server.coordinator.member_metadata import MemberMetadata
 from kafkapy.server.log.topic_partition import TopicPartition
 
@@ -80,6 +81,9 @@ class GroupMetadataManager:
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
         self._load_epochs: dict[int, int] = {}
+        # Transactional offsets waiting for their marker (txn_offsets.py), shared with the
+        # coordinator: producer id -> group id -> offsets.
+        self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]]] = {}
         # Set by the coordinator: members of a loaded group get heartbeat timers; an unloaded
         # group's parked requests are answered NOT_COORDINATOR.
         self.on_group_loaded: Callable[[GroupMetadata], None] = lambda g: None
@@ -123,17 +127,19 @@ class GroupMetadataManager:
         try:
             if the_log is not None:
                 loop = asyncio.get_running_loop()
-                offsets, groups = await loop.run_in_executor(
+                offsets, groups, pending = await loop.run_in_executor(
                     None, _read_partition, the_log, int(self.config.offsets_load_buffer_size)
                 )
             else:
-                offsets, groups = {}, {}
+                offsets, groups, pending = {}, {}, {}
         except Exception:
             log.exception("Error loading offsets from %s", tp)
-            offsets, groups = {}, {}
+            offsets, groups, pending = {}, {}, {}
         if self._load_epochs.get(partition) != epoch or partition not in self.loading_partitions:
             return  # resigned (or re-elected) while loading: that newer event decides
         self._install(offsets, groups)
+        for producer_id, by_group in pending.items():
+            self.pending_txn_offsets.setdefault(producer_id, {}).update(by_group)
         self.loading_partitions.discard(partition)
         self.owned_partitions.add(partition)
         log.info(
@@ -164,6 +170,13 @@ class GroupMetadataManager:
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             self.on_group_unloaded(group)
+        # Pending transactional offsets go too: a coordinator that loads the partition later
+        # rebuilds them from the log (transactions still open there).
+        for producer_id, by_group in list(self.pending_txn_offsets.items()):
+            for group_id in [g for g in by_group if self.partition_for(g) == partition]:
+                del by_group[group_id]
+            if not by_group:
+                del self.pending_txn_offsets[producer_id]
         log.info("Unloaded groups of %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
 
     # -- writes ---------------------------------------------------------------------------------
@@ -304,13 +317,16 @@ def _group_from_record(group_id: str, value: codec.GroupMetadataValue | None) ->
     return group
 
 
-def _read_partition(
-    the_log: Any, buffer_size: int
-) -> tuple[dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]], dict[str, codec.GroupMetadataValue]]:
+def _read_partition(the_log: Any, buffer_size: int) -> tuple[
+    dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]],
+    dict[str, codec.GroupMetadataValue],
+    dict[int, dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]]],
+]:
     """Replay a partition: the last record per key wins, a tombstone removes it (io thread)."""
     offsets: dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]] = {}
     groups: dict[str, codec.GroupMetadataValue] = {}
-    for key, value in read_log_records(the_log, the_log.log_end_offset, buffer_size):
+    reader = CommittedRecordsReader(the_log, the_log.log_end_offset, buffer_size)
+    for key, value in reader:
         if key is None:
             continue
         try:
@@ -327,4 +343,22 @@ def _read_partition(
                 groups[k.group] = codec.read_group_value(value)
         except Exception as e:  # one bad record must not lose the partition's other groups
             log.warning("Skipping unreadable record in %s: %s", GROUP_METADATA_TOPIC_NAME, e)
-    return {g: o for g, o in offsets.items() if o}, groups
+    pending = _open_txn_offsets(reader.open_txns)
+    return {g: o for g, o in offsets.items() if o}, groups, pending
+
+
+def _open_txn_offsets(
+    open_txns: dict[int, list[tuple[bytes | None, bytes | None]]],
+) -> dict[int, dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]]]:
+    """Offsets of transactions still open in the log: pending until their marker arrives."""
+    pending: dict[int, dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]]] = {}
+    for producer_id, records in open_txns.items():
+        for key, value in records:
+            if key is None or value is None:
+                continue
+            with contextlib.suppress(Exception):
+                k = codec.read_key(key)
+                if isinstance(k, codec.OffsetKey):
+                    by_group = pending.setdefault(producer_id, {}).setdefault(k.group, {})
+                    by_group[(k.topic, k.partition)] = codec.read_offset_value(value)
+    return pending

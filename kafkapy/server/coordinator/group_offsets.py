@@ -31,6 +31,12 @@ from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState
 from kafkapy.server.coordinator.group_metadata_manager import GroupMetadataManager
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.coordinator.timers import Timers
+from kafkapy.server.coordinator.txn_offsets import (
+    PendingTxnOffsets,
+    complete_txn_offsets,
+    store_txn_offsets,
+    txn_offset_commit_group,
+)
 
 log = logging.getLogger("kafkapy.coordinator.group.GroupCoordinator")
 
@@ -64,6 +70,7 @@ class GroupOffsetsMixin:
         self.active = False
         self._expiry_task: asyncio.Task[None] | None = None
         self.offsets_topic_creation: asyncio.Future[None] | None = None  # FindCoordinator's, shared
+        self.pending_txn_offsets: PendingTxnOffsets = self.manager.pending_txn_offsets
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -157,6 +164,24 @@ class GroupOffsetsMixin:
             code = await self.manager.store_offsets(group, valid)
             result.update(dict.fromkeys(valid, code))
         return {tp: result[tp] for tp in offsets}
+
+    # -- TxnOffsetCommit (txn_offsets.py) ------------------------------------------------------
+
+    async def commit_txn_offsets(
+        self, group_id: str, producer_id: int, producer_epoch: int,
+        offsets: dict[TopicPartitionKey, OffsetAndMetadata],
+    ) -> dict[TopicPartitionKey, int]:  # fmt: skip
+        err = self.validate_group(group_id)
+        if err:
+            return dict.fromkeys(offsets, err)
+        group = txn_offset_commit_group(self.manager, group_id)
+        code = await store_txn_offsets(
+            self.manager, self.pending_txn_offsets, group, producer_id, producer_epoch, offsets
+        )
+        return dict.fromkeys(offsets, code)
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, committed: bool) -> None:
+        complete_txn_offsets(self.manager, self.pending_txn_offsets, producer_id, partition, committed)
 
     # -- OffsetFetch and OffsetDelete -----------------------------------------------------------
 

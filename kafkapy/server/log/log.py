@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
 from kafkapy.protocol.record_batch import (
     NO_TIMESTAMP,
@@ -37,14 +38,14 @@ from kafkapy.server.log.leader_epoch_cache import (
 )
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_loader import (
-    headers_from,
     load_leader_epoch_cache,
     load_log,
     min_snapshot_offset_to_retain,
+    producer_batches_from,
 )
 from kafkapy.server.log.log_retention import RetentionAndTruncation
-from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths
-from kafkapy.server.log.producer_state import ProducerStateManager
+from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths, txn_index_path
+from kafkapy.server.log.producer_state import PreparedAppend, ProducerStateManager
 from kafkapy.server.log.segment_swap import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
@@ -52,6 +53,7 @@ from kafkapy.server.log.segment_swap import (
     change_file_suffixes,
     delete_replaced,
 )
+from kafkapy.server.log.transaction_index import AbortedTxn
 
 logger = logging.getLogger("kafkapy.log.Log")
 
@@ -142,7 +144,22 @@ class Log(RetentionAndTruncation):
     def high_watermark(self, offset: int) -> None:
         """Set by the replica manager; kept within [log start offset, log end offset]."""
         with self._lock:
-            self._high_watermark = min(max(offset, self.log_start_offset), self._next_offset)
+            self._high_watermark = hw = min(max(offset, self.log_start_offset), self._next_offset)
+            self.producer_state.on_high_watermark_updated(hw)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of a transaction still open or whose marker is not yet replicated."""
+        return self.producer_state.first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What read_committed consumers may read up to: min(first unstable offset, high watermark)."""
+        hw = self._high_watermark
+        if not self.producer_state.txns:
+            return hw  # no transaction open or settling: every fetch of plain data stops here
+        first_unstable = self.producer_state.first_unstable_offset
+        return hw if first_unstable is None or first_unstable > hw else first_unstable
 
     @property
     def unflushed_messages(self) -> int:
@@ -206,18 +223,19 @@ class Log(RetentionAndTruncation):
     # -- append ---------------------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: memoryview | bytes | bytearray, leader_epoch: int = 0
+        self, records: memoryview | bytes | bytearray, leader_epoch: int = 0, *, from_coordinator: bool = False
     ) -> LogAppendInfo:
         """Validate a producer's batches, assign offsets in place, write them.
 
         A writable buffer (the network receive buffer) is patched where it is; a read-only one
         is copied once first. A retried batch of an idempotent producer is not written again:
-        the answer carries its original offsets and `duplicate=True`.
+        the answer carries its original offsets and `duplicate=True`. `from_coordinator`: the
+        transaction markers (control batches) a coordinator writes with WriteTxnMarkers.
         """
         buf = _byte_view(records)
         with self._lock:
             config = self.config
-            batches = validate_records(buf, config.max_message_bytes, from_client=True)
+            batches = validate_records(buf, config.max_message_bytes, from_client=not from_coordinator)
             if not batches:
                 return self._empty_append_info()
             if "compact" in config.cleanup_policy:
@@ -226,7 +244,7 @@ class Log(RetentionAndTruncation):
             for _, header in batches:
                 if header.producer_id >= 0:
                     idempotent = True
-                    if (dup := self.producer_state.find_duplicate(header)) is not None:
+                    if not from_coordinator and (dup := self.producer_state.find_duplicate(header)) is not None:
                         return LogAppendInfo(
                             dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
                             dup.timestamp if config.log_append_time else NO_TIMESTAMP,
@@ -251,13 +269,16 @@ class Log(RetentionAndTruncation):
                 if timestamp > max_timestamp:
                     max_timestamp, offset_of_max_timestamp = timestamp, last
                 if idempotent:
-                    assigned.append((header, offset))
+                    marker = parse_control_batch(buf, position) if from_coordinator and header.is_control else None
+                    assigned.append((header, offset, marker))
                 num_messages += header.records_count
                 offset = last + 1
-            updates = self.producer_state.prepare(assigned) if idempotent else None
+            updates = (
+                self.producer_state.prepare(assigned, check_sequence=not from_coordinator) if idempotent else None
+            )
             self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
-            if updates:
-                self.producer_state.commit(updates)
+            if updates is not None:
+                self._commit_producer_state(updates)
             if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
                 self.maybe_assign_epoch_start_offset(leader_epoch, first_offset)
             return LogAppendInfo(
@@ -286,9 +307,12 @@ class Log(RetentionAndTruncation):
                     max_timestamp, offset_of_max_timestamp = header.max_timestamp, header.last_offset
                 num_messages += header.records_count
                 expected = header.next_offset
-            updates = self.producer_state.prepare(((h, h.base_offset) for _, h in batches), verify=False)
+            updates = self.producer_state.prepare(
+                ((h, h.base_offset, parse_control_batch(buf, p) if h.is_control else None) for p, h in batches),
+                verify=False,
+            )
             self._append(buf, first, expected - 1, max_timestamp, offset_of_max_timestamp)
-            self.producer_state.commit(updates)
+            self._commit_producer_state(updates)
             # The leader's epochs come with its batches; a follower runs this on its fetcher
             # thread, so the checkpoint is written here and then, not scheduled.
             cache, changed = self.leader_epoch_cache, False
@@ -301,6 +325,30 @@ class Log(RetentionAndTruncation):
                 first, expected - 1, max_timestamp, offset_of_max_timestamp, NO_TIMESTAMP,
                 self.log_start_offset, num_messages, buf.nbytes,
             )  # fmt: skip
+
+    def _commit_producer_state(self, prepared: PreparedAppend) -> None:
+        """Apply an append's producer state, and index the transactions its ABORT markers end
+        in the segment that holds each marker (the active one: it was just written there)."""
+        state = self.producer_state
+        state.commit(prepared)
+        for txn in prepared.completed:
+            if txn.is_aborted:
+                self.active_segment.txn_index.append(state.aborted_txn_entry(txn))
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the `.txnindex`
+        of the segment holding `start_offset` on (Kafka's collectAbortedTransactions)."""
+        with self._lock:
+            out: list[AbortedTxn] = []
+            segments = self._segments.values()
+            for segment in segments[max(self._segments.bisect_right(start_offset) - 1, 0) :]:
+                if not len(segment.txn_index):
+                    continue
+                found = segment.txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+                out.extend(found.aborted)
+                if found.is_complete:
+                    break
+            return out
 
     def _append(
         self, buf: memoryview, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int | None = None
@@ -457,9 +505,22 @@ class Log(RetentionAndTruncation):
     def _rebuild_producer_state(self) -> int:
         """From the newest snapshot at or below the log end offset, scanning only the batches after it;
         returns the offset the scan started at."""
-        return self.producer_state.truncate_and_reload(
-            self.log_start_offset, self._next_offset, lambda offset: headers_from(self._segments, offset)
+        segments = self._segments
+        rebuild_txn_index = any(s.txn_index.needs_rebuild for s in segments.values())
+        scan_from = self.producer_state.truncate_and_reload(
+            self.log_start_offset,
+            self._next_offset,
+            lambda offset: producer_batches_from(segments, offset),
+            use_snapshots=not rebuild_txn_index,
         )
+        # Markers met by the replay whose `.txnindex` entry was lost (crash, corrupt file).
+        for txn in self.producer_state.replayed_aborted:
+            segment = segments.peekitem(max(segments.bisect_right(txn.last_offset) - 1, 0))[1]
+            segment.txn_index.append_if_new(txn)
+        if rebuild_txn_index:
+            for segment in segments.values():
+                segment.txn_index.needs_rebuild = False
+        return scan_from
 
     def remove_expired_producers(self, expiration_ms: int) -> int:
         """producer.id.expiration.ms: forget producers whose last batch is that old."""
@@ -548,6 +609,7 @@ class Log(RetentionAndTruncation):
                 segment.log.path, segment.offset_index.path, segment.time_index.path = (
                     log_path, index_path, time_index_path,
                 )  # fmt: skip
+                segment.txn_index.rename_to(txn_index_path(new_dir, segment.base_offset))
 
     def delete(self) -> None:
         """Delete every segment and the directory."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from sortedcontainers import SortedDict
 
+from kafkapy.protocol.control_records import EndTxnMarker, parse_control_batch
 from kafkapy.protocol.record_batch import BatchHeader
 from kafkapy.server.log.abstract_index import CorruptIndexException
 from kafkapy.server.log.leader_epoch_cache import (
@@ -36,6 +37,7 @@ from kafkapy.server.log.log_segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     LogSegment,
     segment_paths,
 )
@@ -99,7 +101,7 @@ def _scan_files(dir_: str, prefix: str) -> list[int]:
             continue
         if ext == LOG_SUFFIX:
             base_offsets.append(int(stem))
-        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem + LOG_SUFFIX not in names:
+        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in names:
             logger.warning(
                 "%s Found an orphaned index file %s, with no corresponding log file.", prefix, name
             )
@@ -175,6 +177,27 @@ def headers_from(segments: SortedDict, offset: int) -> Iterator[BatchHeader]:
         for _, header in segment.log.batches_from(position):
             if header.last_offset >= offset:
                 yield header
+
+
+def producer_batches_from(segments: SortedDict, offset: int) -> Iterator[tuple[BatchHeader, EndTxnMarker | None]]:
+    """The producer state's replay: headers of the batches holding offsets >= `offset`, and the
+    marker of each control batch (the only batches whose records are read)."""
+    start = max(segments.bisect_right(offset) - 1, 0)
+    for segment in segments.values()[start:]:
+        position = 0
+        if segment.base_offset < offset:
+            found = segment.translate_offset(offset)
+            if found is None:
+                continue
+            position = found.position
+        for batch_position, header in segment.log.batches_from(position):
+            if header.last_offset < offset:
+                continue
+            marker = None
+            if header.is_control:
+                data = os.pread(segment.log.fd, header.size, batch_position)
+                marker = parse_control_batch(data)
+            yield header, marker
 
 
 def min_snapshot_offset_to_retain(segments: SortedDict, recovery_point: int) -> int:

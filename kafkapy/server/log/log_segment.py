@@ -27,6 +27,7 @@ from kafkapy.server.log.file_records import FileRecords, LogOffsetPosition
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.offset_index import OffsetIndex
 from kafkapy.server.log.time_index import TimeIndex
+from kafkapy.server.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 logger = logging.getLogger("kafkapy.log.LogSegment")
 
@@ -41,6 +42,10 @@ def filename_prefix(offset: int) -> str:
 def segment_paths(dir_: str, base_offset: int) -> tuple[str, str, str]:
     prefix = os.path.join(dir_, filename_prefix(base_offset))
     return prefix + LOG_SUFFIX, prefix + INDEX_SUFFIX, prefix + TIME_INDEX_SUFFIX
+
+
+def txn_index_path(dir_: str, base_offset: int) -> str:
+    return os.path.join(dir_, filename_prefix(base_offset) + TXN_INDEX_SUFFIX)
 
 
 class LogSegmentOffsetOverflowException(KafkaError):
@@ -66,8 +71,13 @@ class LogSegment:
         index_interval_bytes: int,
         roll_jitter_ms: int,
         time_ms: Callable[[], int],
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self.log = log
+        # The aborted transactions whose markers this segment holds (file created lazily).
+        self.txn_index = txn_index or TransactionIndex(
+            os.path.splitext(log.path)[0] + TXN_INDEX_SUFFIX, base_offset
+        )
         self.offset_index = offset_index
         self.time_index = time_index
         self.base_offset = base_offset
@@ -273,6 +283,8 @@ class LogSegment:
                 e.message,
             )
         truncated = self.log.truncate_to(valid_bytes)
+        # Entries for markers cut off go; the log's producer-state replay re-adds lost ones.
+        self.txn_index.truncate_to(next_offset)
         self.offset_index.trim_to_valid_size()
         if self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(
@@ -288,6 +300,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         # The segment becomes (or stays) the active one: give its indexes room again.
         self.resize_indexes(self.offset_index.max_index_size)
         truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
@@ -321,11 +334,13 @@ class LogSegment:
     def sanity_check(self) -> None:
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
 
     def flush(self) -> None:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self.max_timestamp_so_far >= 0:
@@ -334,10 +349,12 @@ class LogSegment:
             )
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def delete(self) -> None:
         """Remove the files now; the .log descriptor lives on for fetches already holding it."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.log.delete()

@@ -54,7 +54,7 @@ def state(log: Log) -> dict[int, SnapshotEntry]:
 
 def full_scan_state(log: Log) -> dict[int, SnapshotEntry]:
     manager = ProducerStateManager(log.name)
-    manager.rebuild(h for s in log.log_segments for _, h in s.log.batches_from(0))
+    manager.rebuild((h, None) for s in log.log_segments for _, h in s.log.batches_from(0))
     manager.truncate_head(log.log_start_offset)
     return {e.producer_id: e for e in manager.snapshot_entries()}
 

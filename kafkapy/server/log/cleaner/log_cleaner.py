@@ -138,10 +138,9 @@ class LogCleaner:
         tp = TopicPartition.from_dir_name(log.name)
         log_dir = os.path.dirname(log.dir)
         end_offset: int | None = None
+        stats: CleanerStats | None = None
         try:
             end_offset, stats = cleaner.clean(to_clean)
-            self.cleanings += 1
-            self._record_stats(cleaner.id, log.name, to_clean.first_dirty_offset, end_offset, stats)
         except (LogCleaningAbortedError, SegmentsChangedError) as e:
             logger.info("Cleaner %d: Cleaning of log %s aborted: %s", cleaner.id, log.name, e)
         except Exception:
@@ -152,6 +151,11 @@ class LogCleaner:
             self.manager.mark_uncleanable(tp)
         finally:
             self.manager.done_cleaning(tp, log_dir, end_offset)
+        if end_offset is not None and stats is not None:
+            # Counted once its progress is checkpointed and its summary logged: whoever waits on
+            # the count sees both.
+            self._record_stats(cleaner.id, log.name, to_clean.first_dirty_offset, end_offset, stats)
+            self.cleanings += 1
         return True
 
     def _record_stats(self, cleaner_id: int, name: str, start: int, end: int, stats: CleanerStats) -> None:
