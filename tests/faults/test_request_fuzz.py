@@ -57,7 +57,7 @@ pytestmark = [
     pytest.mark.kafkapy_cluster(
         # Auto-creation would turn every mutated topic name in a Metadata request into a new
         # topic: a state change Kafka would make too, not a request the broker should refuse.
-        overrides={"auto.create.topics.enable": "false"}
+        overrides={"auto.create.topics.enable": "false", "transaction.state.log.min.isr": "1"}
     ),
 ]
 
@@ -216,16 +216,19 @@ def _unexpected_errors(log: str) -> Counter[str]:
 
 
 def _await_group_coordinator(port: int) -> None:
-    """The seeds' group requests create __consumer_offsets (50 partitions, ~250 files): wait
-    until it is loaded, so the idle figures include it."""
+    """The seeds' group and transactional requests create __consumer_offsets and
+    __transaction_state (50 partitions, ~250 files each): wait until both are loaded, so the
+    idle figures include them."""
     deadline = time.monotonic() + 60
     with BrokerConnection("127.0.0.1", port, timeout=HEALTH_TIMEOUT_S) as c:
-        while time.monotonic() < deadline:
-            found = c.send(ApiKey.FIND_COORDINATOR, 1, {"key": "fuzz-group", "key_type": 0})
-            if found is not None and found.error_code == 0:
-                return
-            time.sleep(0.2)
-    raise AssertionError("the group coordinator did not become available within 60 s")
+        for key_type in (0, 1):  # group, transaction
+            while True:
+                found = c.send(ApiKey.FIND_COORDINATOR, 1, {"key": "fuzz-key", "key_type": key_type})
+                if found is not None and found.error_code == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"no coordinator for key type {key_type} within 60 s")
+                time.sleep(0.2)
 
 
 def _controller_epoch(zk_connect: str) -> int:

@@ -15,7 +15,13 @@ from collections import defaultdict
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, NotControllerException, TimeoutException, error_code
+from kafkapy.protocol.errors import (
+    InvalidRequestException,
+    KafkaError,
+    NotControllerException,
+    TimeoutException,
+    error_code,
+)
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.controller.events import ElectionType
 from kafkapy.server.log.topic_partition import TopicPartition
@@ -34,7 +40,10 @@ async def handle_elect_leaders(apis: KafkaApis, request: Request, body: Any) -> 
         TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions
     )
     # v0 has no election_type: it only ever elected the preferred replica.
-    election_type = ElectionType(body.election_type if request.header.api_version >= 1 else 0)
+    raw_type = body.election_type if request.header.api_version >= 1 else 0
+    if raw_type not in ElectionType.__members__.values():
+        return _whole_request(requested, InvalidRequestException(f"Unknown election type {raw_type}"))
+    election_type = ElectionType(raw_type)
     deadline = time.monotonic() + max(body.timeout_ms, 0) / 1000
     controller = apis.server.controller
     try:

@@ -41,6 +41,7 @@ class _Wanted:
     max_bytes: int
     current_leader_epoch: int  # -1 before v9 (the codec's default): never fenced
     error_code: int = 0
+    log_start_offset: int = -1  # a follower's, from v5: DeleteRecords waits for it
 
 
 def _replica_id(body: Any, version: int) -> int:
@@ -72,7 +73,8 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
             code = 0 if cache.contains_topic(name) else UnknownTopicOrPartitionException.code
         for p in t.partitions:
             wanted_by[(name if name is not None else topic_id, p.partition)] = _Wanted(
-                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, code
+                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, code,
+                p.log_start_offset if version >= 5 else -1,
             )
     wanted = list(wanted_by.values())
     if version >= 7 and body.session_id != 0:
@@ -85,10 +87,9 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     max_bytes = min(body.max_bytes if version >= 3 else 2**31 - 1, apis.config.fetch_max_bytes)
     isolation = body.isolation_level if version >= 4 else 0
     if replica_id >= 0 and version >= 5:
-        # Followers report their log start offsets (aligned with `wanted`): DeleteRecords waits for them.
-        starts = [p.log_start_offset for t in body.topics for p in t.partitions]
+        # Followers report their log start offsets: DeleteRecords waits for them.
         apis.replica_manager.update_follower_log_start_offsets(
-            replica_id, {TopicPartition(w.topic, w.partition): s for w, s in zip(wanted, starts, strict=True) if w.topic}
+            replica_id, {TopicPartition(w.topic, w.partition): w.log_start_offset for w in wanted if w.topic}
         )
     results = _read(apis, wanted, replica_id, isolation, max_bytes)
     total = sum(r.size for r in results.values())
