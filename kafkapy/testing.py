@@ -141,10 +141,13 @@ class BrokerHandle:
 class KafkapyCluster:
     """A real ZooKeeper plus N kafkapy brokers on free 127.0.0.1 ports."""
 
-    def __init__(self, base_dir: Path, num_brokers: int = 1, overrides: dict[str, str] | None = None):
+    def __init__(self, base_dir: Path, num_brokers: int = 1, overrides: dict[str, str] | None = None,
+                 broker_overrides: dict[int, dict[str, str]] | None = None):
         self.base_dir = base_dir
         self.num_brokers = num_brokers
         self.overrides = dict(overrides or {})
+        # Per-broker settings on top of `overrides` (broker.rack, log.dirs, ...).
+        self.broker_overrides = dict(broker_overrides or {})
         self.zookeeper: Any = None
         self.zookeeper_connect = ""
         self.brokers: list[BrokerHandle] = []
@@ -183,7 +186,7 @@ class KafkapyCluster:
                 free_port(),
                 self.base_dir / f"broker-{broker_id}",
                 self.zookeeper_connect,
-                self.overrides,
+                {**self.overrides, **self.broker_overrides.get(broker_id, {})},
             )
             self.brokers.append(handle)
             handle.start()
