@@ -120,6 +120,8 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     # kafka-python up to v4; v3 adds replica_id, v4 is flexible.
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    # The spec kafka-python ships starts at v1; v5 (IsCordoned) is Kafka 4's.
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),

@@ -1,0 +1,82 @@
+"""DescribeLogDirs (35): which of this broker's `log.dirs` holds which replica, with its size and
+lag, as Kafka's ReplicaManager.describeLogDirs answers it.
+
+Each configured log dir is one result, even when it holds nothing. A partition's offset lag is
+max(high watermark - log end offset, 0) for a current log (Kafka's getLogEndOffsetLag); future
+logs (`-future`, made by AlterReplicaLogDirs) do not exist in kafkapy yet, so every log answers
+is_future_key false. Sizes are summed off the loop: a broker with thousands of segments must not
+stall the network thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import KafkaStorageException
+from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.log.log import Log
+from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.network.request_channel import Request
+
+# Kafka's DescribeLogDirsResponse.INVALID_OFFSET_LAG.
+INVALID_OFFSET_LAG = -1
+
+
+def _wanted(body: Any) -> set[TopicPartition] | None:
+    """The request's partitions, or None for every partition (a null topics array)."""
+    if body.topics is None:
+        return None
+    return {TopicPartition(t.topic, p) for t in body.topics for p in t.partitions}
+
+
+def _volume_bytes(log_dir: str) -> tuple[int, int]:
+    """(total, usable) bytes of the volume holding `log_dir` (v4's TotalBytes/UsableBytes)."""
+    try:
+        st = os.statvfs(log_dir)
+    except OSError:
+        return -1, -1
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
+                      wanted: set[TopicPartition] | None) -> list[dict[str, Any]]:
+    """One result per log dir (blocking: sums segment sizes)."""
+    by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {d: {} for d in log_dirs}
+    for tp, log in sorted(logs.items(), key=lambda item: (item[0].topic, item[0].partition)):
+        if wanted is not None and tp not in wanted:
+            continue
+        topics = by_dir.get(os.path.dirname(log.dir))
+        if topics is None:  # a log outside every configured dir cannot be described
+            continue
+        topics.setdefault(tp.topic, []).append({
+            "partition_index": tp.partition,
+            "partition_size": log.size,
+            "offset_lag": max(log.high_watermark - log.log_end_offset, 0),
+            "is_future_key": False,
+        })
+    results = []
+    for log_dir, topics in by_dir.items():
+        total, usable = _volume_bytes(log_dir)
+        # A dir that vanished under the broker is what Kafka reports as an offline log dir.
+        error = 0 if os.path.isdir(log_dir) else KafkaStorageException.code
+        results.append({
+            "error_code": error,
+            "log_dir": log_dir,
+            "topics": [] if error else [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            "total_bytes": total,
+            "usable_bytes": usable,
+        })
+    return results
+
+
+@handles(ApiKey.DESCRIBE_LOG_DIRS)
+async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    log_manager = apis.server.log_manager
+    logs = log_manager.logs_by_topic_partition()
+    loop = asyncio.get_running_loop()
+    results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body))
+    return {"throttle_time_ms": 0, "error_code": 0, "results": results}
