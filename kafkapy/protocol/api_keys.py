@@ -121,6 +121,7 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     # The spec kafka-python ships starts at v1; v5 (IsCordoned) is Kafka 4's.
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),  # the spec kafka-python ships starts at v1
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),

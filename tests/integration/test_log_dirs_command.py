@@ -79,3 +79,38 @@ def test_describe_two_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]]) -> No
                                            "--broker-list", "0,7"])
     assert missing.stdout.strip() == ("ERROR: The given brokers do not exist from --broker-list: 7. "
                                       "Current existent brokers: 0")
+
+
+def _alter(cluster: KafkapyCluster, moves: dict[str, list[tuple[str, int]]]) -> dict[tuple[str, int], int]:
+    """AlterReplicaLogDirs to broker 0: {path: [(topic, partition)]} -> {(topic, partition): error code}."""
+    from kafkapy.client.admin import AdminClient as KafkapyAdmin
+    from kafkapy.protocol.api_keys import ApiKey
+
+    body = {"dirs": [{"path": path, "topics": [{"name": t, "partitions": [p]} for t, p in tps]}
+                     for path, tps in moves.items()]}
+    admin = KafkapyAdmin(cluster.bootstrap_servers)
+    try:
+        admin.metadata([], "alterReplicaLogDirs")
+        _, answer = admin.send_to_broker(0, ApiKey.ALTER_REPLICA_LOG_DIRS, lambda v: body)
+    finally:
+        admin.close()
+    return {(r.topic_name, p.partition_index): p.error_code for r in answer.results for p in r.partitions}
+
+
+@pytest.mark.timeout(90)
+def test_alter_replica_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]], tmp_path: Path) -> None:
+    """A replica not yet created goes where AlterReplicaLogDirs said (both partitions into dir-a,
+    where the fewest-partitions rule would have split them); a replica already there answers
+    NONE; a move of an existing replica is refused (UNSUPPORTED_VERSION: no future logs yet);
+    a dir outside log.dirs is LOG_DIR_NOT_FOUND."""
+    cluster, (dir_a, dir_b) = two_dirs
+    codes = _alter(cluster, {dir_a: [("later", 0), ("later", 1)]})
+    assert codes == {("later", 0): 9, ("later", 1): 9}  # REPLICA_NOT_AVAILABLE, dir remembered
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("later", num_partitions=2, replication_factor=1)])["later"].result(WAIT_S)
+    assert os.path.isdir(os.path.join(dir_a, "later-0")) and os.path.isdir(os.path.join(dir_a, "later-1"))
+
+    assert _alter(cluster, {dir_b: [("later", 1)]}) == {("later", 1): 35}  # refused, not half done
+    assert _alter(cluster, {dir_a: [("later", 0)]}) == {("later", 0): 0}
+    assert _alter(cluster, {str(tmp_path / "nowhere"): [("later", 0)]}) == {("later", 0): 57}
+    assert os.path.isdir(os.path.join(dir_a, "later-1")) and not os.path.exists(os.path.join(dir_b, "later-1"))

@@ -1,29 +1,44 @@
 """DescribeLogDirs (35): which of this broker's `log.dirs` holds which replica, with its size and
-lag, as Kafka's ReplicaManager.describeLogDirs answers it.
+lag, as Kafka's ReplicaManager.describeLogDirs answers it; AlterReplicaLogDirs (34) for the part
+kafkapy has.
 
 Each configured log dir is one result, even when it holds nothing. A partition's offset lag is
 max(high watermark - log end offset, 0) for a current log (Kafka's getLogEndOffsetLag); future
 logs (`-future`, made by AlterReplicaLogDirs) do not exist in kafkapy yet, so every log answers
 is_future_key false. Sizes are summed off the loop: a broker with thousands of segments must not
 stall the network thread.
+
+AlterReplicaLogDirs validates as Kafka's ReplicaManager.alterReplicaLogDirs does (a dir not in
+log.dirs: LOG_DIR_NOT_FOUND; a configured dir that is gone: KAFKA_STORAGE_ERROR). For a replica
+this broker does not host yet it records the dir, so the log is created there when the replica
+arrives, and answers REPLICA_NOT_AVAILABLE (Kafka's answer, which reassignment tools retry on);
+a replica already in that dir answers NONE. Moving an existing replica needs Kafka's future log
+and ReplicaAlterLogDirsThread, which kafkapy does not have: such a partition is refused with
+UNSUPPORTED_VERSION (non-retriable, so no tool waits for a move that will never happen) and a
+WARN saying why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaStorageException
+from kafkapy.protocol.errors import (
+    KafkaStorageException,
+    LogDirNotFoundException,
+    ReplicaNotAvailableException,
+    UnsupportedVersionException,
+)
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 
-# Kafka's DescribeLogDirsResponse.INVALID_OFFSET_LAG.
-INVALID_OFFSET_LAG = -1
+log = logging.getLogger("kafkapy.server.ReplicaManager")
 
 
 def _wanted(body: Any) -> set[TopicPartition] | None:
@@ -80,3 +95,39 @@ async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any)
     loop = asyncio.get_running_loop()
     results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body))
     return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+
+
+def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any], tp: TopicPartition,
+                          path: str) -> int:
+    """One partition's error code (blocking: only dictionary and stat calls)."""
+    destination = os.path.abspath(path)
+    if destination not in log_manager.log_dirs:
+        log.warning("Unable to alter log dirs for %s: Log dir %s is not found in the config.", tp, destination)
+        return LogDirNotFoundException.code
+    if not os.path.isdir(destination):
+        log.warning("Unable to alter log dirs for %s: Log directory %s is offline", tp, destination)
+        return KafkaStorageException.code
+    log_manager.maybe_update_preferred_log_dir(tp, destination)
+    partition = partitions.get(tp)
+    current = log_manager.get_log(tp)
+    if partition is None or current is None:
+        return ReplicaNotAvailableException.code
+    if os.path.dirname(current.dir) == destination:
+        return 0
+    log.warning("Unable to alter log dirs for %s: moving an existing replica from %s to %s needs a future log, "
+                "which kafkapy does not implement", tp, os.path.dirname(current.dir), destination)
+    return UnsupportedVersionException.code
+
+
+@handles(ApiKey.ALTER_REPLICA_LOG_DIRS)
+async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    log_manager = apis.server.log_manager
+    partitions = apis.replica_manager.partitions
+    results: dict[str, list[dict[str, int]]] = {}
+    for d in body.dirs:
+        for t in d.topics:
+            for p in t.partitions:
+                code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path)
+                results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+    return {"throttle_time_ms": 0,
+            "results": [{"topic_name": name, "partitions": ps} for name, ps in results.items()]}

@@ -65,6 +65,9 @@ class LogManager:
         self._time_ms = time_ms
         self._scheduler = scheduler
         self._logs: dict[TopicPartition, Log] = {}
+        # AlterReplicaLogDirs for a replica not created yet: where its log goes once it is
+        # (Kafka's preferredLogDirs), consumed by get_or_create_log.
+        self._preferred_log_dirs: dict[TopicPartition, str] = {}
         self._lock = threading.Lock()
         self._dir_locks: list[int] = []
         try:
@@ -226,7 +229,7 @@ class LogManager:
             if config is not None:
                 self._topic_configs[tp.topic] = config
             config = self.config_for(tp.topic)
-            log_dir = self._next_log_dir()
+            log_dir = self._preferred_log_dirs.pop(tp, None) or self._next_log_dir()
             path = os.path.join(log_dir, str(tp))
             log = Log(
                 path, config, had_clean_shutdown=not os.path.exists(path),
@@ -237,6 +240,12 @@ class LogManager:
             "Created log for partition %s in %s with properties %s", tp, path, config.overrides(LogConfig())
         )
         return log
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: str) -> None:
+        """Kafka's maybeUpdatePreferredLogDir: remembered only while `tp` has no log here."""
+        with self._lock:
+            if tp not in self._logs:
+                self._preferred_log_dirs[tp] = log_dir
 
     def _next_log_dir(self) -> str:
         """The log dir with the fewest partitions, like Kafka's placement of a new log."""

@@ -53,3 +53,35 @@ def test_every_dir_is_described_and_logs_land_in_their_own(tmp_path: Path) -> No
     assert results[2]["error_code"] == KafkaStorageException.code
     only = describe_log_dirs([str(a), str(b)], logs, {TopicPartition("x", 0)})
     assert only[0]["topics"] == [] and [t["name"] for t in only[1]["topics"]] == ["x"]
+
+
+class _LogManager:
+    def __init__(self, log_dirs: list[str], logs: dict[TopicPartition, Any]) -> None:
+        self.log_dirs = log_dirs
+        self.logs = logs
+        self.preferred: dict[TopicPartition, str] = {}
+
+    def get_log(self, tp: TopicPartition) -> Any:
+        return self.logs.get(tp)
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: str) -> None:
+        if tp not in self.logs:
+            self.preferred[tp] = log_dir
+
+
+@pytest.mark.timeout(10)
+def test_alter_replica_log_dir_answers_as_kafka(tmp_path: Path) -> None:
+    from kafkapy.server.apis.log_dirs import alter_replica_log_dir
+
+    a, b, gone = tmp_path / "a", tmp_path / "b", tmp_path / "gone"
+    a.mkdir()
+    b.mkdir()
+    t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    manager = _LogManager([str(a), str(b), str(gone)], {t0: _Log(a / "t-0", 1, 0, 0)})
+    hosted = {t0: object()}
+    assert alter_replica_log_dir(manager, hosted, t0, str(tmp_path / "elsewhere")) == 57  # LOG_DIR_NOT_FOUND
+    assert alter_replica_log_dir(manager, hosted, t0, str(gone)) == KafkaStorageException.code
+    assert alter_replica_log_dir(manager, hosted, t0, str(a)) == 0
+    assert alter_replica_log_dir(manager, hosted, t0, str(b)) == 35  # no future logs: refused
+    assert alter_replica_log_dir(manager, hosted, t1, str(b)) == 9  # REPLICA_NOT_AVAILABLE ...
+    assert manager.preferred == {t1: str(b)}  # ... with the dir kept for its creation
