@@ -11,12 +11,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkapy.testing import KafkapyCluster
@@ -101,8 +102,8 @@ def _alter(cluster: KafkapyCluster, moves: dict[str, list[tuple[str, int]]]) -> 
 def test_alter_replica_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]], tmp_path: Path) -> None:
     """A replica not yet created goes where AlterReplicaLogDirs said (both partitions into dir-a,
     where the fewest-partitions rule would have split them); a replica already there answers
-    NONE; a move of an existing replica is refused (UNSUPPORTED_VERSION: no future logs yet);
-    a dir outside log.dirs is LOG_DIR_NOT_FOUND."""
+    NONE; a dir outside log.dirs is LOG_DIR_NOT_FOUND; an existing replica moved to dir-b under a
+    producer ends there with every acknowledged record, in order, once."""
     cluster, (dir_a, dir_b) = two_dirs
     codes = _alter(cluster, {dir_a: [("later", 0), ("later", 1)]})
     assert codes == {("later", 0): 9, ("later", 1): 9}  # REPLICA_NOT_AVAILABLE, dir remembered
@@ -110,7 +111,44 @@ def test_alter_replica_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]], tmp_
     admin.create_topics([NewTopic("later", num_partitions=2, replication_factor=1)])["later"].result(WAIT_S)
     assert os.path.isdir(os.path.join(dir_a, "later-0")) and os.path.isdir(os.path.join(dir_a, "later-1"))
 
-    assert _alter(cluster, {dir_b: [("later", 1)]}) == {("later", 1): 35}  # refused, not half done
-    assert _alter(cluster, {dir_a: [("later", 0)]}) == {("later", 0): 0}
+    assert _alter(cluster, {dir_a: [("later", 0)]}) == {("later", 0): 0}  # already there
     assert _alter(cluster, {str(tmp_path / "nowhere"): [("later", 0)]}) == {("later", 0): 57}
-    assert os.path.isdir(os.path.join(dir_a, "later-1")) and not os.path.exists(os.path.join(dir_b, "later-1"))
+
+    # Move later-1 to dir-b while a producer writes to it: the future log catches up and swaps in.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 2})
+    sent = 0
+    for _ in range(300):
+        producer.produce("later", value=b"%d" % sent, partition=1)
+        sent += 1
+    assert producer.flush(WAIT_S) == 0
+    assert _alter(cluster, {dir_b: [("later", 1)]}) == {("later", 1): 0}
+    deadline = time.monotonic() + WAIT_S
+    while not os.path.isdir(os.path.join(dir_b, "later-1")) or os.path.isdir(os.path.join(dir_a, "later-1")):
+        producer.produce("later", value=b"%d" % sent, partition=1)
+        sent += 1
+        producer.poll(0)
+        assert time.monotonic() < deadline, "later-1 never moved to dir-b"
+        time.sleep(0.01)
+    for _ in range(100):  # the moved log takes appends
+        producer.produce("later", value=b"%d" % sent, partition=1)
+        sent += 1
+    assert producer.flush(WAIT_S) == 0
+    assert not any(n.endswith("-future") for n in os.listdir(dir_b))
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition("later", 1, 0)])
+    got: list[int] = []
+    deadline = time.monotonic() + WAIT_S
+    while len(got) < sent and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(int(msg.value()))
+    consumer.close()
+    assert got == list(range(sent))  # nothing lost or duplicated by the swap
+
+    described = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                                             "--topic-list", "later"])
+    dirs_of = {p["partition"]: d["logDir"] for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"]
+               for p in d["partitions"]}
+    assert dirs_of == {"later-0": dir_a, "later-1": dir_b}

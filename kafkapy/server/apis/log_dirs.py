@@ -1,21 +1,18 @@
 """DescribeLogDirs (35): which of this broker's `log.dirs` holds which replica, with its size and
-lag, as Kafka's ReplicaManager.describeLogDirs answers it; AlterReplicaLogDirs (34) for the part
-kafkapy has.
+lag, as Kafka's ReplicaManager.describeLogDirs answers it, and AlterReplicaLogDirs (34).
 
 Each configured log dir is one result, even when it holds nothing. A partition's offset lag is
-max(high watermark - log end offset, 0) for a current log (Kafka's getLogEndOffsetLag); future
-logs (`-future`, made by AlterReplicaLogDirs) do not exist in kafkapy yet, so every log answers
-is_future_key false. Sizes are summed off the loop: a broker with thousands of segments must not
-stall the network thread.
+max(high watermark - log end offset, 0) for a current log (Kafka's getLogEndOffsetLag). Sizes
+are summed off the loop: a broker with thousands of segments must not stall the network thread.
 
 AlterReplicaLogDirs validates as Kafka's ReplicaManager.alterReplicaLogDirs does (a dir not in
 log.dirs: LOG_DIR_NOT_FOUND; a configured dir that is gone: KAFKA_STORAGE_ERROR). For a replica
 this broker does not host yet it records the dir, so the log is created there when the replica
 arrives, and answers REPLICA_NOT_AVAILABLE (Kafka's answer, which reassignment tools retry on);
-a replica already in that dir answers NONE. Moving an existing replica needs Kafka's future log
-and ReplicaAlterLogDirsThread, which kafkapy does not have: such a partition is refused with
-UNSUPPORTED_VERSION (non-retriable, so no tool waits for a move that will never happen) and a
-WARN saying why.
+a replica already in that dir answers NONE. A replica in another dir starts moving (a future log
+copied by a ReplicaAlterLogDirsThread and swapped in once caught up: server/log_dir_mover.py)
+and answers NONE at once, as Kafka does; DescribeLogDirs shows the future log (is_future_key,
+offset lag = current log end offset - future log end offset) until the swap.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from kafkapy.protocol.errors import (
     KafkaStorageException,
     LogDirNotFoundException,
     ReplicaNotAvailableException,
-    UnsupportedVersionException,
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
@@ -58,20 +54,27 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
 
 
 def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
-                      wanted: set[TopicPartition] | None) -> list[dict[str, Any]]:
+                      wanted: set[TopicPartition] | None,
+                      futures: dict[TopicPartition, Log] | None = None) -> list[dict[str, Any]]:
     """One result per log dir (blocking: sums segment sizes)."""
     by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {d: {} for d in log_dirs}
-    for tp, log in sorted(logs.items(), key=lambda item: (item[0].topic, item[0].partition)):
+    entries = [(tp, lg, False) for tp, lg in logs.items()] + [(tp, lg, True) for tp, lg in (futures or {}).items()]
+    for tp, lg, is_future in sorted(entries, key=lambda e: (e[0].topic, e[0].partition, e[2])):
         if wanted is not None and tp not in wanted:
             continue
-        topics = by_dir.get(os.path.dirname(log.dir))
+        topics = by_dir.get(os.path.dirname(lg.dir))
         if topics is None:  # a log outside every configured dir cannot be described
             continue
+        current = logs.get(tp)
+        if not is_future:
+            lag = max(lg.high_watermark - lg.log_end_offset, 0)
+        else:  # Kafka's getLogEndOffsetLag for a future log
+            lag = current.log_end_offset - lg.log_end_offset if current is not None else -1
         topics.setdefault(tp.topic, []).append({
             "partition_index": tp.partition,
-            "partition_size": log.size,
-            "offset_lag": max(log.high_watermark - log.log_end_offset, 0),
-            "is_future_key": False,
+            "partition_size": lg.size,
+            "offset_lag": lag,
+            "is_future_key": is_future,
         })
     results = []
     for log_dir, topics in by_dir.items():
@@ -93,7 +96,9 @@ async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any)
     log_manager = apis.server.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
-    results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body))
+    futures = log_manager.moves.future_logs()
+    results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body),
+                                         futures)
     return {"throttle_time_ms": 0, "error_code": 0, "results": results}
 
 
@@ -112,22 +117,27 @@ def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any
     current = log_manager.get_log(tp)
     if partition is None or current is None:
         return ReplicaNotAvailableException.code
-    if os.path.dirname(current.dir) == destination:
-        return 0
-    log.warning("Unable to alter log dirs for %s: moving an existing replica from %s to %s needs a future log, "
-                "which kafkapy does not implement", tp, os.path.dirname(current.dir), destination)
-    return UnsupportedVersionException.code
+    if os.path.dirname(current.dir) != destination:
+        log_manager.moves.start(tp, current, destination)
+    return 0
 
 
 @handles(ApiKey.ALTER_REPLICA_LOG_DIRS)
 async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
-    results: dict[str, list[dict[str, int]]] = {}
-    for d in body.dirs:
-        for t in d.topics:
-            for p in t.partitions:
-                code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path)
-                results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+
+    def alter_all() -> dict[str, list[dict[str, int]]]:
+        # Off the loop: starting a move creates the future log's files (and may wait for a
+        # move to another dir to stop).
+        results: dict[str, list[dict[str, int]]] = {}
+        for d in body.dirs:
+            for t in d.topics:
+                for p in t.partitions:
+                    code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path)
+                    results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+        return results
+
+    results = await asyncio.get_running_loop().run_in_executor(None, alter_all)
     return {"throttle_time_ms": 0,
             "results": [{"topic_name": name, "partitions": ps} for name, ps in results.items()]}

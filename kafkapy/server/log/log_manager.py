@@ -36,6 +36,7 @@ logger = logging.getLogger("kafkapy.log.LogManager")
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 
 
 class LogDirLockedException(RuntimeError):
@@ -68,6 +69,11 @@ class LogManager:
         # AlterReplicaLogDirs for a replica not created yet: where its log goes once it is
         # (Kafka's preferredLogDirs), consumed by get_or_create_log.
         self._preferred_log_dirs: dict[TopicPartition, str] = {}
+        # Replicas moving to another of our dirs (AlterReplicaLogDirs); imported here because
+        # the mover builds Logs and this module must stay importable without it.
+        from kafkapy.server.log_dir_mover import LogDirMoves
+
+        self.moves = LogDirMoves(self)
         self._lock = threading.Lock()
         self._dir_locks: list[int] = []
         try:
@@ -113,6 +119,7 @@ class LogManager:
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean shutdown markers."""
         logger.info("Shutting down.")
+        self.moves.shutdown()  # abandons unfinished future logs (deleted again at the next start)
         with self._lock:
             logs = dict(self._logs)
         failed_dirs: set[str] = set()
@@ -169,6 +176,12 @@ class LogManager:
         jobs: list[tuple[TopicPartition, str]] = []
         for name in names:
             path = os.path.join(log_dir, name)
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                # A log-dir move the last run did not finish: the current log is whole, the
+                # move starts again if AlterReplicaLogDirs asks again.
+                logger.info("Deleting %s, an unfinished log directory move", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
             if name.endswith(DELETE_DIR_SUFFIX):
                 logger.info("Deleting %s, a log marked for deletion before the last shutdown", path)
                 shutil.rmtree(path, ignore_errors=True)

@@ -55,11 +55,20 @@ def test_every_dir_is_described_and_logs_land_in_their_own(tmp_path: Path) -> No
     assert only[0]["topics"] == [] and [t["name"] for t in only[1]["topics"]] == ["x"]
 
 
+class _Moves:
+    def __init__(self) -> None:
+        self.started: list[tuple[TopicPartition, str]] = []
+
+    def start(self, tp: TopicPartition, current: Any, destination: str) -> None:
+        self.started.append((tp, destination))
+
+
 class _LogManager:
     def __init__(self, log_dirs: list[str], logs: dict[TopicPartition, Any]) -> None:
         self.log_dirs = log_dirs
         self.logs = logs
         self.preferred: dict[TopicPartition, str] = {}
+        self.moves = _Moves()
 
     def get_log(self, tp: TopicPartition) -> Any:
         return self.logs.get(tp)
@@ -82,6 +91,8 @@ def test_alter_replica_log_dir_answers_as_kafka(tmp_path: Path) -> None:
     assert alter_replica_log_dir(manager, hosted, t0, str(tmp_path / "elsewhere")) == 57  # LOG_DIR_NOT_FOUND
     assert alter_replica_log_dir(manager, hosted, t0, str(gone)) == KafkaStorageException.code
     assert alter_replica_log_dir(manager, hosted, t0, str(a)) == 0
-    assert alter_replica_log_dir(manager, hosted, t0, str(b)) == 35  # no future logs: refused
+    assert manager.moves.started == []
+    assert alter_replica_log_dir(manager, hosted, t0, str(b)) == 0  # a move starts
+    assert manager.moves.started == [(t0, str(b))]
     assert alter_replica_log_dir(manager, hosted, t1, str(b)) == 9  # REPLICA_NOT_AVAILABLE ...
     assert manager.preferred == {t1: str(b)}  # ... with the dir kept for its creation
