@@ -29,10 +29,12 @@ from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_manager import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX
 from kafkapy.server.log.log_segment import LogSegment
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaAlterLogDirsThread")
 
 ROUND_BYTES = 1024 * 1024
+QUOTA_WAIT_S = 0.1
 
 
 def future_dir_name(tp: TopicPartition) -> str:
@@ -42,7 +44,16 @@ def future_dir_name(tp: TopicPartition) -> str:
 def _read_round(current: Log, start: int) -> bytes:
     """Up to ROUND_BYTES of whole batches from `start` (caller holds current's lock)."""
     info = current.read(start, ROUND_BYTES, max_offset=None, min_one_message=True)
-    return b"".join(os.pread(r.fd, r.length, r.position) for r in info.records)
+    data = b"".join(os.pread(r.fd, r.length, r.position) for r in info.records)
+    # A read may end inside a batch (consumers skip that part); the copy takes whole batches:
+    # baseOffset i64 | batchLength i32, the batch being 12 + batchLength bytes.
+    end = 0
+    while end + 12 <= len(data):
+        size = 12 + int.from_bytes(data[end + 8:end + 12], "big")
+        if end + size > len(data):
+            break
+        end += size
+    return data[:end]
 
 
 def _follow_truncation_and_start(current: Log, future: Log) -> None:
@@ -59,17 +70,20 @@ def _follow_truncation_and_start(current: Log, future: Log) -> None:
         future.maybe_increment_log_start_offset(start)
 
 
-def _copy_round(current: Log, future: Log) -> bool:
+def _copy_round(current: Log, future: Log, quota: ReplicationQuotaManager | None = None) -> bool:
     """One round; True when it reached the current log's end when it read (what remains is what
     was appended since: little enough to copy with appends held)."""
     with current._lock:
         _follow_truncation_and_start(current, future)
         if future.log_end_offset >= current.log_end_offset:
             return True
+        end = current.log_end_offset
         data = _read_round(current, future.log_end_offset)
     if data:
         future.append_as_follower(data)
-    return len(data) < ROUND_BYTES
+        if quota is not None:
+            quota.record(len(data))
+    return future.log_end_offset >= end
 
 
 def _adopt(current: Log, future: Log, final_dir: str) -> tuple[str, list[LogSegment]]:
@@ -99,7 +113,8 @@ class LogDirMover(threading.Thread):
 
     def __init__(self, tp: TopicPartition, current: Log, future: Log, final_dir: str,
                  is_current: Callable[[], bool], on_done: Callable[[LogDirMover, bool], None],
-                 delete_delay_s: float) -> None:
+                 delete_delay_s: float,
+                 quota: Callable[[], ReplicationQuotaManager | None] = lambda: None) -> None:
         super().__init__(name=f"ReplicaAlterLogDirsThread-{tp}", daemon=True)
         self.tp = tp
         self.current = current
@@ -109,6 +124,7 @@ class LogDirMover(threading.Thread):
         self._is_current = is_current
         self._on_done = on_done
         self._delete_delay_s = delete_delay_s
+        self._quota = quota
         self._stopping = threading.Event()  # not _stop: Thread has a method of that name
 
     def shutdown(self) -> None:
@@ -132,7 +148,13 @@ class LogDirMover(threading.Thread):
         while not self._stopping.is_set():
             if not self._is_current():
                 return False  # the replica was deleted or stopped meanwhile
-            if _copy_round(self.current, self.future):
+            quota = self._quota()
+            if quota is not None and quota.is_quota_exceeded():
+                # replica.alter.log.dirs.io.max.bytes.per.second: the copy competes with the
+                # request path for the disk and the GIL, so it waits while over the bound.
+                self._stopping.wait(QUOTA_WAIT_S)
+                continue
+            if _copy_round(self.current, self.future, quota):
                 with self.current._lock:
                     # Appends wait here: finish the copy and swap with nothing arriving.
                     while (self.future.log_end_offset < self.current.log_end_offset
@@ -176,6 +198,8 @@ class LogDirMoves:
         self._logs = logs
         self._lock = threading.Lock()
         self._moves: dict[TopicPartition, LogDirMover] = {}
+        # Set by the server once its quotas exist (replica.alter.log.dirs.io.max.bytes.per.second).
+        self.quota: ReplicationQuotaManager | None = None
 
     def destination(self, tp: TopicPartition) -> str | None:
         with self._lock:
@@ -201,7 +225,7 @@ class LogDirMoves:
             future.truncate_fully_and_start_at(current.log_start_offset)
         mover = LogDirMover(tp, current, future, os.path.join(destination, str(tp)),
                             lambda: self._logs.get_log(tp) is current, self._finished,
-                            current.config.file_delete_delay_ms / 1000)
+                            current.config.file_delete_delay_ms / 1000, lambda: self.quota)
         with self._lock:
             self._moves[tp] = mover
         mover.start()

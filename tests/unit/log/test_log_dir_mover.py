@@ -105,3 +105,27 @@ def test_a_deleted_replica_abandons_its_move(tmp_path: Path) -> None:
     assert log.dir == str(a / "t-0")
     assert not os.path.exists(b) or not os.listdir(b)
     log.close()
+
+
+@pytest.mark.timeout(30)
+def test_the_copy_waits_while_over_the_alter_log_dirs_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkapy.server import log_dir_mover
+    from kafkapy.server.replication_quota import UNBOUNDED, ReplicationQuotaManager
+
+    monkeypatch.setattr(log_dir_mover, "ROUND_BYTES", 200)
+    a, b = tmp_path / "a", tmp_path / "b"
+    log = Log(str(a / "t-0"), small_config(), had_clean_shutdown=True)
+    for _ in range(20):
+        log.append_as_leader(records(1, size=100))
+    moves = LogDirMoves(_Logs([str(a), str(b)], log))
+    quota = ReplicationQuotaManager()
+    quota.update_quota(1)  # one byte per second: the first round puts the copy over the bound
+    moves.quota = quota
+    moves.start(TP, log, str(b))
+    time.sleep(0.5)
+    future = moves.future_logs()[TP]
+    assert 0 < future.log_end_offset < log.log_end_offset  # held back, not finished
+    quota.update_quota(UNBOUNDED)
+    _wait_moved(moves)
+    assert log.dir == str(b / "t-0") and log.log_end_offset == 20
+    log.close()
