@@ -129,3 +129,24 @@ def test_the_copy_waits_while_over_the_alter_log_dirs_quota(tmp_path: Path, monk
     _wait_moved(moves)
     assert log.dir == str(b / "t-0") and log.log_end_offset == 20
     log.close()
+
+
+@pytest.mark.timeout(30)
+def test_startup_deletes_an_unfinished_future_log(tmp_path: Path) -> None:
+    from kafkapy.server.log.log_manager import LogManager
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    log = Log(str(a / "t-0"), small_config(), had_clean_shutdown=True)
+    log.append_as_leader(records(2))
+    log.close()
+    leftover = Log(str(b / "t-0.0123abcd-future"), small_config(), had_clean_shutdown=True)
+    leftover.append_as_leader(records(1))
+    leftover.close()
+    manager = LogManager([str(a), str(b)], small_config())
+    manager.startup()
+    try:
+        assert not (b / "t-0.0123abcd-future").exists()
+        moved = manager.get_log(TP)
+        assert moved is not None and moved.dir == str(a / "t-0") and moved.log_end_offset == 2
+    finally:
+        manager.shutdown()

@@ -106,3 +106,46 @@ def test_broker_racks_for_mode_is_kafkas_get_broker_metadatas() -> None:
     with pytest.raises(AdminOperationError) as e:
         broker_racks_for_mode({0: "y", 1: None}, RackAwareMode.ENFORCED)
     assert str(e.value) == NOT_ALL_RACKS_MESSAGE
+
+
+class _WritingZk(_FakeZk):
+    def get_all_topics_in_cluster(self) -> list[str]:
+        return []
+
+    def create_topic_assignment(self, topic: str, topic_id: str | None, assignment: Mapping[int, Any],
+                                configs: Mapping[str, str] | None = None) -> None:
+        self.written = dict(assignment)
+
+    def close(self) -> None:
+        pass
+
+
+def _topics(zk: _WritingZk, *args: str) -> tuple[int, list[str], list[str]]:
+    """kafkapy-topics --zookeeper, parsed by the real click command, against `zk`."""
+    from kafkapy.tools.topic_command.options import TopicCommandOptions
+    from kafkapy.tools.topic_command.service import Printer, TopicService
+    from kafkapy.tools.topic_command.zk_service import ZookeeperTopicService
+    from kafkapy.tools.topics import execute, kafka_topics, options_from_click
+
+    ctx = kafka_topics.make_context("kafkapy-topics", ["--zookeeper", "127.0.0.1:1", *args])
+    opts = options_from_click(ctx, ctx.params)
+    out: list[str] = []
+    err: list[str] = []
+
+    def opener(o: TopicCommandOptions, printer: Printer) -> TopicService:
+        return ZookeeperTopicService(zk, printer)  # type: ignore[arg-type]
+
+    return execute(opts, out.append, err.append, opener), out, err
+
+
+@pytest.mark.timeout(10)
+def test_topics_tool_refuses_mixed_racks_unless_disable_rack_aware() -> None:
+    zk = _WritingZk({0: "a", 1: None, 2: "b"})
+    create = ("--create", "--topic", "t", "--partitions", "3", "--replication-factor", "2")
+    code, out, err = _topics(zk, *create)
+    assert code == 1 and out == []
+    assert err == ["Error while executing topic command : " + NOT_ALL_RACKS_MESSAGE]
+    assert zk.written == {}
+    code, out, err = _topics(zk, *create, "--disable-rack-aware")
+    assert (code, out, err) == (0, ["Created topic t."], [])
+    assert sorted(zk.written) == [0, 1, 2]
