@@ -152,3 +152,38 @@ def test_alter_replica_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]], tmp_
     dirs_of = {p["partition"]: d["logDir"] for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"]
                for p in d["partitions"]}
     assert dirs_of == {"later-0": dir_a, "later-1": dir_b}
+
+
+@pytest.mark.timeout(90)
+def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[KafkapyCluster, list[str]],
+                                                             tmp_path: Path) -> None:
+    """kafkapy-reassign-partitions --execute with log_dirs: Kafka's lines, the replica ends in the
+    named dir with its records, and the log-dir throttle is set on the broker."""
+    cluster, (dir_a, dir_b) = two_dirs
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("m", num_partitions=1, replication_factor=1)])["m"].result(WAIT_S)
+    source, target = (dir_a, dir_b) if os.path.isdir(os.path.join(dir_a, "m-0")) else (dir_b, dir_a)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(50):
+        producer.produce("m", value=b"%d" % i)
+    assert producer.flush(WAIT_S) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "m", "partition": 0, "replicas": [0], "log_dirs": [target]}]}))
+    done = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", "--bootstrap-server",
+                           cluster.bootstrap_servers, "--execute", "--reassignment-json-file", str(plan),
+                           "--replica-alter-log-dirs-throttle", "10000000"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The replica-alter-dir throttle limit was set to 10000000 B/s" in done.stdout
+    assert "Successfully started partition reassignment for m-0" in done.stdout
+    assert done.stdout.rstrip().endswith("Successfully started log directory move for: m-0-0")
+    deadline = time.monotonic() + WAIT_S
+    while not os.path.isdir(os.path.join(target, "m-0")) or os.path.isdir(os.path.join(source, "m-0")):
+        assert time.monotonic() < deadline, "m-0 never moved"
+        time.sleep(0.1)
+    described = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                                             "--topic-list", "m"])
+    parts = {p["partition"]: (d["logDir"], p["isFuture"])
+             for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"] for p in d["partitions"]}
+    assert parts == {"m-0": (target, False)}
