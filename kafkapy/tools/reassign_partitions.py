@@ -17,7 +17,8 @@ involved; --verify clears them once the reassignment is complete (unless --prese
 log_dirs other than "any" (--bootstrap-server only) are sent as AlterReplicaLogDirs after the
 reassignment starts, retried every 100 ms until each replica is on its broker (--timeout), with
 --replica-alter-log-dirs-throttle setting replica.alter.log.dirs.io.max.bytes.per.second.
---verify does not yet report log-dir moves (kafkapy-log-dirs --describe shows them).
+--verify reports each replica's log-dir move (DescribeLogDirs) in Kafka's words and clears the
+throttles only once the moves are done too.
 """
 
 from __future__ import annotations

@@ -187,3 +187,10 @@ def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[Kafk
     parts = {p["partition"]: (d["logDir"], p["isFuture"])
              for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"] for p in d["partitions"]}
     assert parts == {"m-0": (target, False)}
+    verified = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", "--bootstrap-server",
+                               cluster.bootstrap_servers, "--verify", "--reassignment-json-file", str(plan)],
+                              capture_output=True, text=True, timeout=60, check=False)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "Reassignment of partition m-0 is complete." in verified.stdout
+    assert "Reassignment of replica m-0-0 completed successfully." in verified.stdout
+    assert "Clearing broker-level throttles on broker 0" in verified.stdout  # the log-dir throttle too

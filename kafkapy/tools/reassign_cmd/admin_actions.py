@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.client.configs import BROKER, TOPIC, incremental_alter_configs
-from kafkapy.client.log_dirs import alter_replica_log_dirs
+from kafkapy.client.log_dirs import alter_replica_log_dirs, describe_log_dirs
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
 from kafkapy.protocol.errors import KafkaError, ReplicaNotAvailableException, UnknownTopicOrPartitionException
 from kafkapy.server.log.topic_partition import TopicPartition
@@ -177,7 +177,7 @@ def clear_throttles(admin: AdminClient, targets: Mapping[TopicPartition, Sequenc
 
 
 def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False) -> None:
-    parts, _log_dirs = parse_reassignment_json(reassignment_json)
+    parts, log_dirs = parse_reassignment_json(reassignment_json)
     targets = dict(parts)
     ongoing = list_partition_reassignments(admin)
     states: dict[TopicPartition, PartitionState] = {}
@@ -191,8 +191,46 @@ def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_th
             states[tp] = PartitionState(tuple(replicas.get(tp, ())), tuple(target), True)
     for line in status_lines(states):
         out(line)
-    if not preserve_throttles and all(state.done for state in states.values()):
+    moves_done = True
+    if log_dirs:
+        lines, moves_done = move_state_lines(admin, log_dirs)
+        for line in lines:
+            out(line)
+    if not preserve_throttles and moves_done and all(state.done for state in states.values()):
         clear_throttles(admin, targets, out)
+
+
+def move_state_lines(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, int], str]) -> tuple[list[str], bool]:
+    """Kafka's findLogDirMoveStates + replicaMoveStatesToString: each replica's current and
+    future dir (DescribeLogDirs) against its target; True when every move is complete."""
+    infos = describe_log_dirs(admin, sorted({b for _, b in log_dirs} & admin.live_brokers()))
+    lines: list[str] = []
+    done = True
+    for replica in sorted(log_dirs, key=_replica_key):
+        (tp, broker), target = replica, log_dirs[replica]
+        current = future = None
+        for log_dir, description in infos.get(broker, {}).items():
+            info = description.replicas.get(tp)
+            if info is not None and info.is_future:
+                future = log_dir
+            elif info is not None:
+                current = log_dir
+        name = f"{tp.topic}-{tp.partition}"
+        if current is None:
+            lines.append(f"Partition {name} is not found in any live log dir on broker {broker}. "
+                         "There is likely an offline log directory on the broker.")
+        elif future is None and current == target:
+            lines.append(f"Reassignment of replica {_replica_text(replica)} completed successfully.")
+            continue
+        elif future is None:  # Kafka's CancelledMoveState, which counts as done
+            lines.append(f"Partition {name} on broker {broker} is not being moved from log dir {current} to {target}.")
+            continue
+        elif future == target:
+            lines.append(f"Reassignment of replica {_replica_text(replica)} is still in progress.")
+        else:
+            lines.append(f"Partition {name} on broker {broker} is being moved to log dir {future} instead of {target}.")
+        done = False
+    return lines, done
 
 
 def cancel(admin: AdminClient, reassignment_json: str, out: Printer) -> None:

@@ -46,3 +46,30 @@ def test_timeout_and_errors_fail_the_command(monkeypatch: pytest.MonkeyPatch) ->
     _scripted(monkeypatch, [{R0: 57}])
     with pytest.raises(AdminCommandFailedError, match="Failed to alter dir for t-0-1"):
         admin_actions.execute_moves(None, {R0: "/nowhere"}, 1000, [].append, sleep=lambda s: None)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(10)
+def test_verify_reports_each_replicas_move_as_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkapy.client.log_dirs import LogDirDescription, ReplicaInfo
+
+    t0, t1, t2, t3 = (TopicPartition("t", p) for p in range(4))
+    info = {1: {"/a": LogDirDescription(None, {t0: ReplicaInfo(1, 0, False), t1: ReplicaInfo(1, 0, False),
+                                               t2: ReplicaInfo(1, 0, False)}),
+                "/b": LogDirDescription(None, {t1: ReplicaInfo(1, 5, True), t3: ReplicaInfo(1, 0, False)})}}
+
+    class _Admin:
+        def live_brokers(self) -> set[int]:
+            return {1}
+
+    monkeypatch.setattr(admin_actions, "describe_log_dirs", lambda admin, brokers: info)
+    moves = {(t0, 1): "/a", (t1, 1): "/b", (t2, 1): "/b", (t3, 1): "/a", (TopicPartition("u", 0), 1): "/a"}
+    lines, done = admin_actions.move_state_lines(_Admin(), moves)  # type: ignore[arg-type]
+    assert not done
+    assert lines == [
+        "Reassignment of replica t-0-1 completed successfully.",
+        "Reassignment of replica t-1-1 is still in progress.",
+        "Partition t-2 on broker 1 is not being moved from log dir /a to /b.",
+        "Partition t-3 on broker 1 is not being moved from log dir /b to /a.",
+        "Partition u-0 is not found in any live log dir on broker 1. There is likely an offline log directory "
+        "on the broker.",
+    ]
