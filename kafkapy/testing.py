@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,9 @@ class BrokerHandle:
         return "".join(p.read_text(errors="replace") for p in parts if p.exists())
 
 
+BrokerOverrides = Mapping[int, dict[str, str]] | Callable[[int, int], dict[str, str]]
+
+
 class KafkapyCluster:
     """A real ZooKeeper plus N kafkapy brokers on free 127.0.0.1 ports."""
 
@@ -146,13 +149,14 @@ class KafkapyCluster:
         base_dir: Path,
         num_brokers: int = 1,
         overrides: dict[str, str] | None = None,
-        broker_overrides: Callable[[int, int], dict[str, str]] | None = None,
+        broker_overrides: BrokerOverrides | None = None,
     ):
         self.base_dir = base_dir
         self.num_brokers = num_brokers
         self.overrides = dict(overrides or {})
-        # (broker id, PLAINTEXT port) -> that broker's own keys, e.g. extra listeners on their own
-        # ports (the PLAINTEXT listener stays: readiness checks use it).
+        # Per-broker settings on top of `overrides` (broker.rack, log.dirs, extra listeners on
+        # their own ports...): {broker id: keys}, or a function of (broker id, PLAINTEXT port)
+        # for keys that need the port. The PLAINTEXT listener stays: readiness checks use it.
         self.broker_overrides = broker_overrides
         self.zookeeper: Any = None
         self.zookeeper_connect = ""
@@ -188,7 +192,7 @@ class KafkapyCluster:
         self.zookeeper_connect = f"127.0.0.1:{zk_port}"
         for broker_id in range(self.num_brokers):
             port = free_port()
-            own = self.broker_overrides(broker_id, port) if self.broker_overrides is not None else {}
+            own = self._own_overrides(broker_id, port)
             handle = BrokerHandle(
                 broker_id,
                 port,
@@ -199,6 +203,14 @@ class KafkapyCluster:
             self.brokers.append(handle)
             handle.start()
         self.wait_until_ready()
+
+    def _own_overrides(self, broker_id: int, port: int) -> dict[str, str]:
+        extra = self.broker_overrides
+        if extra is None:
+            return {}
+        if callable(extra):
+            return extra(broker_id, port)
+        return dict(extra.get(broker_id, {}))
 
     def wait_until_ready(self, timeout: float = START_TIMEOUT_S, broker_ids: list[int] | None = None) -> None:
         """Wait until the running brokers are registered and each one's metadata lists them all and

@@ -136,6 +136,9 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),  # v2 adds a transactional id regex (Kafka 4)
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    # The spec kafka-python ships starts at v1; v5 (IsCordoned) is Kafka 4's.
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),  # the spec kafka-python ships starts at v1
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),

@@ -154,6 +154,7 @@ class KafkaServer:
             fetcher_connect=self._inter_broker_connect,
         )
         self.replica_manager.fetcher_manager.quota = self.quotas.follower
+        self.log_manager.moves.quota = self.quotas.alter_log_dirs
         await loop.run_in_executor(None, self._load_topic_throttles)
         self.dynamic_broker_config.add_listener(self._on_broker_reconfigured)
         self.apis = KafkaApis(self)

@@ -143,10 +143,12 @@ def parse_throttled_partitions(value: str, broker_id: int) -> list[int] | None:
 
 @dataclass(frozen=True, slots=True)
 class ReplicationQuotas:
-    """The broker's two replication throttles (Kafka's QuotaManagers.leader / .follower)."""
+    """The broker's replication throttles (Kafka's QuotaManagers.leader / .follower /
+    .alterLogDirs; the last bounds every replica moving between this broker's log dirs)."""
 
     leader: ReplicationQuotaManager
     follower: ReplicationQuotaManager
+    alter_log_dirs: ReplicationQuotaManager
 
     @classmethod
     def create(cls, config: Any, dynamic: Any) -> ReplicationQuotas:
@@ -155,15 +157,20 @@ class ReplicationQuotas:
             int(config.get("replication.quota.window.num")),
             float(config.get("replication.quota.window.size.seconds")),
         )
-        quotas = cls(ReplicationQuotaManager(window), ReplicationQuotaManager(window))
+        quotas = cls(ReplicationQuotaManager(window), ReplicationQuotaManager(window), ReplicationQuotaManager(window))
         quotas.update_rates(dynamic)
         return quotas
 
     def update_rates(self, dynamic: Any) -> None:
-        from kafkapy.server.dynamic_broker_config import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
+        from kafkapy.server.dynamic_broker_config import (
+            FOLLOWER_THROTTLED_RATE,
+            LEADER_THROTTLED_RATE,
+            LOG_DIRS_THROTTLED_RATE,
+        )
 
         self.leader.update_quota(dynamic.quota_rate(LEADER_THROTTLED_RATE))
         self.follower.update_quota(dynamic.quota_rate(FOLLOWER_THROTTLED_RATE))
+        self.alter_log_dirs.update_quota(dynamic.quota_rate(LOG_DIRS_THROTTLED_RATE))
 
     def update_topic(self, topic: str, overrides: Mapping[str, str], broker_id: int) -> None:
         """Kafka's TopicConfigHandler: a topic's throttled replicas on this broker, per side."""

@@ -14,7 +14,11 @@ the controller moves the replicas. Output lines are Kafka's; a failure prints Ka
 stderr ("Error: ..." where Kafka prints that) and exits 1, having changed nothing.
 --execute --throttle N sets Kafka's replication throttles on the moving replicas and the brokers
 involved; --verify clears them once the reassignment is complete (unless --preserve-throttles).
-Not yet in kafkapy: replica moves between log directories (log_dirs other than "any" are refused).
+log_dirs other than "any" (--bootstrap-server only) are sent as AlterReplicaLogDirs after the
+reassignment starts, retried every 100 ms until each replica is on its broker (--timeout), with
+--replica-alter-log-dirs-throttle setting replica.alter.log.dirs.io.max.bytes.per.second.
+--verify reports each replica's log-dir move (DescribeLogDirs) in Kafka's words and clears the
+throttles only once the moves are done too.
 """
 
 from __future__ import annotations
@@ -96,8 +100,11 @@ def run_admin(action: str, opts: dict[str, Any], admin: AdminClient) -> None:
         admin_actions.generate(admin, _read(str(opts["topics_to_move_json_file"])), str(opts["broker_list"]),
                                not opts["disable_rack_aware"], out)
     elif action == "execute":
+        log_dir_throttle = opts["replica_alter_log_dirs_throttle"]
+        timeout = opts["timeout"]
         admin_actions.execute(admin, _read(str(opts["reassignment_json_file"])), bool(opts["additional"]),
-                              int(opts["throttle"]), out)
+                              int(opts["throttle"]), out, -1 if log_dir_throttle is None else int(log_dir_throttle),
+                              admin_actions.DEFAULT_MOVE_TIMEOUT_MS if timeout is None else int(timeout))
     elif action == "verify":
         admin_actions.verify(admin, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"]))
     elif action == "cancel":
@@ -143,7 +150,9 @@ def run_zk(action: str, opts: dict[str, Any], zk: KafkaZkClient) -> None:
               help="The movement of partitions between brokers will be throttled to this value (bytes/sec). "
               "Run --verify until the reassignment completes, to remove the throttle.")
 @click.option("--replica-alter-log-dirs-throttle", type=int, default=None, metavar="replicaAlterLogDirsThrottle",
-              help="Not yet supported by kafkapy.")
+              help="The movement of replicas between log directories on the same broker will be throttled to "
+              "this value (bytes/sec). Rerunning with this option, whilst a rebalance is in progress, will alter "
+              "the throttle value. The throttle rate should be at least 1 KB/s.")
 @click.option("--timeout", type=int, default=None, metavar="timeout",
               help="The maximum time in ms to wait for log directory replica assignment to begin.")
 @click.option("--additional", is_flag=True, help="Execute this reassignment in addition to any other "

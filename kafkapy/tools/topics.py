@@ -57,7 +57,7 @@ _FLAGS = {
     "topic exists.",
     "if-not-exists": "if set when creating topics, the action will only execute if the topic does not already "
     "exist.",
-    "disable-rack-aware": "Disable rack aware replica assignment (placement is rack-unaware anyway)",
+    "disable-rack-aware": "Disable rack aware replica assignment",
     "force": "Suppress console prompts (accepted for compatibility, unused)",
     "exclude-internal": "exclude internal topics when running list or describe command. The internal topics "
     "will be listed by default",

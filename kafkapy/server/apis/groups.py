@@ -49,16 +49,18 @@ def offsets_topic_configs(config: Any) -> dict[str, str]:
 
 def _create_offsets_topic(apis: KafkaApis) -> None:
     """Write __consumer_offsets' znodes; the controller does the rest (blocking: io thread)."""
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+    from kafkapy.server.zk.admin_zk_client import AdminZkClient, RackAwareMode
 
     config = apis.config
     rf = int(config.offsets_topic_replication_factor)
     try:
+        # Kafka's createInternalTopic places it with RackAwareMode.Safe.
         AdminZkClient(apis.zk).create_topic(
             GROUP_METADATA_TOPIC_NAME,
             int(config.offsets_topic_num_partitions),
             rf,
             offsets_topic_configs(config),
+            rack_aware_mode=RackAwareMode.SAFE,
         )
         log.info("Created %s with replication factor %d", GROUP_METADATA_TOPIC_NAME, rf)
     except KafkaError as e:

@@ -73,6 +73,7 @@ class KafkaApis:
             fetch,
             groups,  # the group coordinator's APIs (with apis/offsets.py)
             list_offsets,
+            log_dirs,
             metadata,
             offset_for_leader_epoch,
             produce,

@@ -24,13 +24,14 @@ from kafkapy.protocol.errors import (
     NotControllerException,
     TimeoutException,
     TopicDeletionDisabledException,
+    UnknownServerException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.zk.admin_zk_client import check_partition_count
-from kafkapy.server.zk.errors import TopicAlreadyMarkedForDeletionError
+from kafkapy.server.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
 
 _POLL_S = 0.02
 
@@ -97,7 +98,12 @@ def auto_create_topic(apis: KafkaApis, topic: str) -> None:
 
     if topic in INTERNAL_TOPICS:
         return
-    _admin(apis).create_topic(topic, apis.config.num_partitions, apis.config.default_replication_factor, {})
+    from kafkapy.server.zk.admin_zk_client import RackAwareMode
+
+    # Kafka's KafkaApis.createTopic auto-creates with RackAwareMode.Safe: a cluster where only
+    # some brokers have racks still gets the topic, placed rack-unaware.
+    _admin(apis).create_topic(topic, apis.config.num_partitions, apis.config.default_replication_factor, {},
+                              rack_aware_mode=RackAwareMode.SAFE)
 
 
 def _budget(apis: KafkaApis) -> _PartitionBudget:
@@ -171,6 +177,11 @@ async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> 
         except KafkaError as e:
             result["error_code"] = e.code
             result["error_message"] = e.message
+            continue
+        except AdminOperationError as e:
+            # Not an ApiException in Kafka either (ApiError.fromThrowable: UNKNOWN_SERVER_ERROR).
+            result["error_code"] = UnknownServerException.code
+            result["error_message"] = str(e)
             continue
         final_assignment = created_topic.assignment
         result["topic_id"] = topic_id_from_zk(created_topic.topic_id)
@@ -284,6 +295,9 @@ async def handle_create_partitions(apis: KafkaApis, request: Request, body: Any)
         except KafkaError as e:
             result["error_code"] = e.code
             result["error_message"] = e.message
+        except AdminOperationError as e:
+            result["error_code"] = UnknownServerException.code
+            result["error_message"] = str(e)
     for result, count in pending:
         if not await wait_until(lambda r=result, c=count: _topic_ready(apis, r["name"], c), body.timeout_ms):
             result["error_code"] = TimeoutException.code

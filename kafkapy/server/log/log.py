@@ -100,6 +100,7 @@ class Log(RetentionAndTruncation):
         self._lock = threading.RLock()
         self._closed = False
         self.cleaning_pause = None
+        self.truncated_to: int | None = None
         started = time_ms()
         loaded = load_log(
             dir_, config, recovery_point, log_start_offset, had_clean_shutdown, time_ms, self._roll_jitter

@@ -37,6 +37,7 @@ logger = logging.getLogger("kafkapy.log.LogManager")
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 
 
 class LogDirLockedException(RuntimeError):
@@ -67,6 +68,14 @@ class LogManager:
         self._time_ms = time_ms
         self._scheduler = scheduler
         self._logs: dict[TopicPartition, Log] = {}
+        # AlterReplicaLogDirs for a replica not created yet: where its log goes once it is
+        # (Kafka's preferredLogDirs), consumed by get_or_create_log.
+        self._preferred_log_dirs: dict[TopicPartition, str] = {}
+        # Replicas moving to another of our dirs (AlterReplicaLogDirs); imported here because
+        # the mover builds Logs and this module must stay importable without it.
+        from kafkapy.server.log_dir_mover import LogDirMoves
+
+        self.moves = LogDirMoves(self)
         self._lock = threading.Lock()
         self._dir_locks: list[int] = []
         self.cleaner_config = cleaner_config  # None: no cleaner (tests of the log alone)
@@ -142,6 +151,7 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
             self.cleaner = None
+        self.moves.shutdown()  # abandons unfinished future logs (deleted again at the next start)
         with self._lock:
             logs = dict(self._logs)
         failed_dirs: set[str] = set()
@@ -198,6 +208,12 @@ class LogManager:
         jobs: list[tuple[TopicPartition, str]] = []
         for name in names:
             path = os.path.join(log_dir, name)
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                # A log-dir move the last run did not finish: the current log is whole, the
+                # move starts again if AlterReplicaLogDirs asks again.
+                logger.info("Deleting %s, an unfinished log directory move", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
             if name.endswith(DELETE_DIR_SUFFIX):
                 logger.info("Deleting %s, a log marked for deletion before the last shutdown", path)
                 shutil.rmtree(path, ignore_errors=True)
@@ -258,7 +274,7 @@ class LogManager:
             if config is not None:
                 self._topic_configs[tp.topic] = config
             config = self.config_for(tp.topic)
-            log_dir = self._next_log_dir()
+            log_dir = self._preferred_log_dirs.pop(tp, None) or self._next_log_dir()
             path = os.path.join(log_dir, str(tp))
             log = Log(
                 path, config, had_clean_shutdown=not os.path.exists(path),
@@ -270,6 +286,12 @@ class LogManager:
             "Created log for partition %s in %s with properties %s", tp, path, config.overrides(LogConfig())
         )
         return log
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: str) -> None:
+        """Kafka's maybeUpdatePreferredLogDir: remembered only while `tp` has no log here."""
+        with self._lock:
+            if tp not in self._logs:
+                self._preferred_log_dirs[tp] = log_dir
 
     def _next_log_dir(self) -> str:
         """The log dir with the fewest partitions, like Kafka's placement of a new log."""

@@ -41,6 +41,7 @@ class RetentionAndTruncation:
     _high_watermark: int
     _next_offset: int
     _time_ms: Callable[[], int]
+    truncated_to: int | None
 
     dir: str
     recovery_point: int
@@ -215,5 +216,9 @@ class RetentionAndTruncation:
 
     def _after_truncation(self) -> None:
         self._hw_position = None
+        # Lowest end offset truncated to since a log-dir move last looked (log_dir_mover cuts
+        # the future log there before copying on).
+        marker = self.truncated_to
+        self.truncated_to = self._next_offset if marker is None else min(marker, self._next_offset)
         self.recovery_point = min(self.recovery_point, self._next_offset)
         self._high_watermark = min(max(self._high_watermark, self.log_start_offset), self._next_offset)

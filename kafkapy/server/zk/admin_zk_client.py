@@ -11,6 +11,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from kazoo.exceptions import NodeExistsError
 
@@ -27,7 +28,7 @@ from kafkapy.server.zk.cluster_znodes import generate_topic_id
 from kafkapy.server.zk.config_znodes import ConfigType, sanitize
 from kafkapy.server.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.replica_assignment import assign_replicas_to_brokers
+from kafkapy.server.zk.rack_aware_assignment import assign_replicas
 from kafkapy.server.zk.topic_name import colliding_topics, has_collision_chars, validate_topic_name
 from kafkapy.server.zk.topic_znodes import ReplicaAssignment
 
@@ -74,6 +75,31 @@ def _sanitized(entity_type: str, entity_name: str) -> str:
     return entity_name
 
 
+class RackAwareMode(Enum):
+    """Kafka's RackAwareMode: ENFORCED refuses brokers of which only some have a rack (tools,
+    CreatePartitions), SAFE then falls back to rack-unaware placement (auto-created topics),
+    DISABLED ignores racks (--disable-rack-aware)."""
+
+    ENFORCED = "enforced"
+    SAFE = "safe"
+    DISABLED = "disabled"
+
+
+NOT_ALL_RACKS_MESSAGE = ("Not all brokers have rack information. Add --disable-rack-aware in command line"
+                         " to make replica assignment without rack information.")
+
+
+def broker_racks_for_mode(racks: Mapping[int, str | None], mode: RackAwareMode) -> dict[int, str | None]:
+    """Kafka's AdminZkClient.getBrokerMetadatas over {broker id: rack}: what placement may use."""
+    with_rack = sum(1 for r in racks.values() if r is not None)
+    partial = 0 < with_rack < len(racks)
+    if mode is RackAwareMode.ENFORCED and partial:
+        raise AdminOperationError(NOT_ALL_RACKS_MESSAGE)
+    if mode is RackAwareMode.DISABLED or (mode is RackAwareMode.SAFE and partial):
+        return {b: None for b in sorted(racks)}
+    return dict(sorted(racks.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class CreatedTopic:
     topic: str
@@ -94,14 +120,16 @@ class AdminZkClient:
     def create_topic(self, topic: str, partitions: int = -1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None,
                      replica_assignment: Mapping[int, Sequence[int]] | None = None,
-                     validate_only: bool = False, use_topic_id: bool = True) -> CreatedTopic:
+                     validate_only: bool = False, use_topic_id: bool = True,
+                     rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED) -> CreatedTopic:
         """Create from a partition count and replication factor (placed by Kafka's algorithm over
-        the live brokers), or from an explicit {partition: replicas}."""
+        the live brokers, rack-aware when they register racks), or from an explicit
+        {partition: replicas}."""
         configs = dict(configs or {})
         if replica_assignment is None:
             check_partition_count(topic, partitions, self.max_partitions)
-            assignment = assign_replicas_to_brokers(self.zk.get_sorted_broker_list(), partitions,
-                                                    replication_factor, rng=self._rng)
+            assignment = assign_replicas(self.broker_racks(rack_aware_mode), partitions,
+                                         replication_factor, rng=self._rng)
         else:
             check_partition_count(topic, len(replica_assignment), self.max_partitions)
             assignment = {int(p): list(r) for p, r in replica_assignment.items()}
@@ -137,7 +165,8 @@ class AdminZkClient:
 
     def add_partitions(self, topic: str, num_partitions: int,
                        replica_assignment: Mapping[int, Sequence[int]] | None = None,
-                       validate_only: bool = False) -> dict[int, list[int]]:
+                       validate_only: bool = False,
+                       rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED) -> dict[int, list[int]]:
         """Grow `topic` to `num_partitions`; returns the new partitions' assignment. An explicit
         assignment covers the new partitions only, keyed by their partition ids."""
         current = self.zk.get_topic_assignment(topic)
@@ -166,14 +195,19 @@ class AdminZkClient:
             self._validate_new_replica_assignment(new, len(partition0), set(brokers))
         else:
             # Continue the placement where the existing partitions left off.
+            # (Kafka's createNewPartitionsAssignment, rack-aware like the topic's creation).
             start = next((i for i, b in enumerate(brokers) if b >= partition0[0]), 0)
-            new = assign_replicas_to_brokers(brokers, num_partitions - len(existing), len(partition0),
-                                             fixed_start_index=start, start_partition_id=len(existing))
+            new = assign_replicas(self.broker_racks(rack_aware_mode), num_partitions - len(existing),
+                                  len(partition0), fixed_start_index=start, start_partition_id=len(existing))
         if not validate_only:
             combined: dict[int, ReplicaAssignment | Sequence[int]] = dict(existing)
             combined.update(new)
             self.zk.set_topic_assignment(topic, combined)
         return new
+
+    def broker_racks(self, mode: RackAwareMode) -> dict[int, str | None]:
+        """The registered brokers' racks (from /brokers/ids/<id>) as `mode` lets placement use them."""
+        return broker_racks_for_mode({b.id: b.rack for b in self.zk.get_all_brokers_in_cluster()}, mode)
 
     @staticmethod
     def _validate_new_replica_assignment(assignment: Mapping[int, list[int]], expected_rf: int,

@@ -4,12 +4,14 @@ ListPartitionReassignments for what is in flight."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 
-from kafkapy.client.admin import AdminClient
+from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.client.configs import BROKER, TOPIC, incremental_alter_configs
+from kafkapy.client.log_dirs import alter_replica_log_dirs, describe_log_dirs
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
-from kafkapy.protocol.errors import UnknownTopicOrPartitionException
+from kafkapy.protocol.errors import KafkaError, ReplicaNotAvailableException, UnknownTopicOrPartitionException
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     CANNOT_EXECUTE_BECAUSE_OF_EXISTING,
@@ -35,6 +37,7 @@ from kafkapy.tools.reassign_cmd.throttles import (
     BROKER_THROTTLES,
     FOLLOWER_RATE,
     LEADER_RATE,
+    LOG_DIRS_RATE,
     TOPIC_THROTTLES,
     PartitionMove,
     calculate_moves,
@@ -45,6 +48,9 @@ from kafkapy.tools.reassign_cmd.throttles import (
 )
 
 Printer = Callable[[str], None]
+# Kafka's --timeout default: how long --execute retries AlterReplicaLogDirs for a replica not yet
+# on its new broker.
+DEFAULT_MOVE_TIMEOUT_MS = 10_000
 
 
 def _assignments(admin: AdminClient, topics: Sequence[str]) -> Assignment:
@@ -72,12 +78,9 @@ def generate(admin: AdminClient, topics_json: str, broker_list: str, rack_aware:
         out(line)
 
 
-def execute(admin: AdminClient, reassignment_json: str, additional: bool, throttle: int, out: Printer) -> None:
+def execute(admin: AdminClient, reassignment_json: str, additional: bool, throttle: int, out: Printer,
+            log_dir_throttle: int = -1, timeout_ms: int = DEFAULT_MOVE_TIMEOUT_MS) -> None:
     proposed, log_dirs = parse_execute_args(reassignment_json)
-    if log_dirs:
-        # AlterReplicaLogDirs (34) is not served yet: refuse before anything changes.
-        raise AdminCommandFailedError("Moving replicas between log directories (log_dirs other than \"any\") "
-                                      "is not yet supported by kafkapy.")
     ongoing = list_partition_reassignments(admin)
     if not additional and ongoing:
         raise TerseReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
@@ -92,16 +95,63 @@ def execute(admin: AdminClient, reassignment_json: str, additional: bool, thrott
         raise AdminCommandFailedError(f"The proposed assignment contains non-existent partitions: {scala_list(missing)}")
     for line in current_assignment_lines(proposed, current):
         out(line)
-    if throttle >= 0:
+    if throttle >= 0 or log_dir_throttle >= 0:
         out(YOU_MUST_RUN_VERIFY_PERIODICALLY)
+    if throttle >= 0:
         originals = {tp: [b for b in r.replicas if b not in r.adding_replicas] for tp, r in ongoing.items()}
         set_throttles(admin, calculate_moves(proposed, current, originals), throttle)
         out(throttle_set_line(throttle))
+    if log_dir_throttle >= 0:
+        # Kafka's modifyLogDirThrottle: on every broker a replica moves between dirs of.
+        for broker in sorted({b for _, b in log_dirs}):
+            incremental_alter_configs(admin, BROKER, str(broker), {LOG_DIRS_RATE: str(log_dir_throttle)}, [])
+        out(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
     errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
     if errors:
         raise TerseReassignmentFailure("Error reassigning partition(s):\n" + "\n".join(
             f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key)))
     out(started_line(list(proposed)))
+    if log_dirs:
+        execute_moves(admin, log_dirs, timeout_ms, out)
+
+
+def _replica_text(replica: tuple[TopicPartition, int]) -> str:
+    """Kafka's TopicPartitionReplica.toString."""
+    return f"{replica[0]}-{replica[1]}"
+
+
+def _replica_key(replica: tuple[TopicPartition, int]) -> tuple[str, int, int]:
+    return replica[0].topic, replica[0].partition, replica[1]
+
+
+def execute_moves(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, int], str], timeout_ms: int,
+                  out: Printer, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Kafka's executeMoves: AlterReplicaLogDirs until every replica took its dir; a replica
+    not on its new broker yet (REPLICA_NOT_AVAILABLE) is asked again every 100 ms."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    pending = dict(log_dirs)
+    while pending:
+        codes = alter_replica_log_dirs(admin, pending)
+        completed = []
+        for replica, code in codes.items():
+            if code == ReplicaNotAvailableException.code:
+                continue
+            if code:
+                try:
+                    raise_for_error(code)
+                except KafkaError as e:
+                    raise AdminCommandFailedError(f"Failed to alter dir for {_replica_text(replica)}: {e.message}") from e
+            completed.append(replica)
+        if completed:
+            out("Successfully started log directory move{} for: {}".format(
+                "" if len(completed) == 1 else "s", ",".join(map(_replica_text, sorted(completed, key=_replica_key)))))
+        for replica in completed:
+            pending.pop(replica, None)
+        if pending and time.monotonic() >= deadline:
+            raise TerseReassignmentFailure("Timed out before log directory move{} could be started for: {}".format(
+                "" if len(pending) == 1 else "s", ",".join(map(_replica_text, sorted(pending, key=_replica_key)))))
+        if pending:
+            sleep(0.1)
 
 
 def set_throttles(admin: AdminClient, moves: Mapping[TopicPartition, PartitionMove], throttle: int) -> None:
@@ -127,7 +177,7 @@ def clear_throttles(admin: AdminClient, targets: Mapping[TopicPartition, Sequenc
 
 
 def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False) -> None:
-    parts, _log_dirs = parse_reassignment_json(reassignment_json)
+    parts, log_dirs = parse_reassignment_json(reassignment_json)
     targets = dict(parts)
     ongoing = list_partition_reassignments(admin)
     states: dict[TopicPartition, PartitionState] = {}
@@ -141,8 +191,46 @@ def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_th
             states[tp] = PartitionState(tuple(replicas.get(tp, ())), tuple(target), True)
     for line in status_lines(states):
         out(line)
-    if not preserve_throttles and all(state.done for state in states.values()):
+    moves_done = True
+    if log_dirs:
+        lines, moves_done = move_state_lines(admin, log_dirs)
+        for line in lines:
+            out(line)
+    if not preserve_throttles and moves_done and all(state.done for state in states.values()):
         clear_throttles(admin, targets, out)
+
+
+def move_state_lines(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, int], str]) -> tuple[list[str], bool]:
+    """Kafka's findLogDirMoveStates + replicaMoveStatesToString: each replica's current and
+    future dir (DescribeLogDirs) against its target; True when every move is complete."""
+    infos = describe_log_dirs(admin, sorted({b for _, b in log_dirs} & admin.live_brokers()))
+    lines: list[str] = []
+    done = True
+    for replica in sorted(log_dirs, key=_replica_key):
+        (tp, broker), target = replica, log_dirs[replica]
+        current = future = None
+        for log_dir, description in infos.get(broker, {}).items():
+            info = description.replicas.get(tp)
+            if info is not None and info.is_future:
+                future = log_dir
+            elif info is not None:
+                current = log_dir
+        name = f"{tp.topic}-{tp.partition}"
+        if current is None:
+            lines.append(f"Partition {name} is not found in any live log dir on broker {broker}. "
+                         "There is likely an offline log directory on the broker.")
+        elif future is None and current == target:
+            lines.append(f"Reassignment of replica {_replica_text(replica)} completed successfully.")
+            continue
+        elif future is None:  # Kafka's CancelledMoveState, which counts as done
+            lines.append(f"Partition {name} on broker {broker} is not being moved from log dir {current} to {target}.")
+            continue
+        elif future == target:
+            lines.append(f"Reassignment of replica {_replica_text(replica)} is still in progress.")
+        else:
+            lines.append(f"Partition {name} on broker {broker} is being moved to log dir {future} instead of {target}.")
+        done = False
+    return lines, done
 
 
 def cancel(admin: AdminClient, reassignment_json: str, out: Printer) -> None:

@@ -234,6 +234,8 @@ class CommandTopicPartition:
     configs_to_add: dict[str, str] = field(default_factory=dict)
     configs_to_delete: list[str] = field(default_factory=list)
     if_not_exists: bool = False
+    # Kafka's CommandTopicPartition: --disable-rack-aware only affects --create's placement.
+    rack_aware: bool = True
 
     @classmethod
     def from_options(cls, opts: TopicCommandOptions) -> CommandTopicPartition:
@@ -246,6 +248,7 @@ class CommandTopicPartition:
             configs_to_add=parse_configs_to_add(opts.configs),
             configs_to_delete=parse_configs_to_delete(opts.delete_configs),
             if_not_exists=opts.if_not_exists,
+            rack_aware=not opts.has("disable-rack-aware"),
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kazoo.exceptions import NodeExistsError
 
 from kafkapy.protocol.errors import InvalidTopicException, TopicExistsException
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
+from kafkapy.server.zk.admin_zk_client import AdminZkClient, RackAwareMode
 from kafkapy.server.zk.config_znodes import ConfigType
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
@@ -69,8 +69,10 @@ class ZookeeperTopicService(TopicService):
                 )
             else:
                 # check_args made --partitions and --replication-factor required here.
+                mode = RackAwareMode.ENFORCED if topic.rack_aware else RackAwareMode.DISABLED
                 self.admin.create_topic(
-                    topic.name, topic.partitions or 0, topic.replication_factor or 0, topic.configs_to_add
+                    topic.name, topic.partitions or 0, topic.replication_factor or 0, topic.configs_to_add,
+                    rack_aware_mode=mode,
                 )
         except TopicExistsException:
             if not topic.if_not_exists:
