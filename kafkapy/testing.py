@@ -301,7 +301,8 @@ def _controller_id(zk: Any) -> int:
 def _lost_port_race(broker: BrokerHandle) -> bool:
     """Did `broker` (which has exited) fail because its listener port was already taken?"""
     tail = broker.server_log()[-4000:]
-    return "Fatal error during KafkaServer startup" in tail and "address already in use" in tail
+    # The socket server's own acceptor words it "Address already in use" (the OS's strerror).
+    return "Fatal error during KafkaServer startup" in tail and "address already in use" in tail.lower()
 
 
 @contextlib.contextmanager
