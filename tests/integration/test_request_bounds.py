@@ -166,7 +166,8 @@ def test_metadata_answers_a_topic_named_many_times_once(conn: BrokerConnection) 
 def test_describe_configs_refuses_repeats_of_one_resource(conn: BrokerConnection) -> None:
     """Seven request bytes describe ~200 broker configs: 20,000 copies would have built a
     response of hundreds of megabytes."""
-    resource = {"resource_type": 4, "resource_name": "", "configuration_keys": None}
+    # Broker 0 itself: the name "" is the cluster-wide default, which holds only dynamic defaults.
+    resource = {"resource_type": 4, "resource_name": "0", "configuration_keys": None}
     response = conn.send(
         ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [resource] * 20000, "include_synonyms": True}
     )
