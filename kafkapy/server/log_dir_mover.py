@@ -138,8 +138,14 @@ class LogDirMover(threading.Thread):
             log.exception("[ReplicaAlterLogDirsThread] Moving %s to %s failed; the replica stays in %s",
                           self.tp, self.destination, os.path.dirname(self.current.dir))
         if not swapped:
-            self.future.close()
-            shutil.rmtree(self.future.dir, ignore_errors=True)
+            channel = self.future.failure_channel
+            if channel is not None and channel.has_offline_log_dir(self.destination):
+                self.future.close_handlers()  # a failed dir is left as it is, like its other logs
+            else:
+                try:
+                    self.future.close()
+                finally:
+                    shutil.rmtree(self.future.dir, ignore_errors=True)
         self._on_done(self, swapped)
 
     def _move(self) -> bool:
@@ -221,6 +227,7 @@ class LogDirMoves:
             running.shutdown()
             running.join(30)
         future = Log(os.path.join(destination, future_dir_name(tp)), current.config, had_clean_shutdown=True)
+        future.failure_channel = current.failure_channel
         if current.log_start_offset > 0:
             future.truncate_fully_and_start_at(current.log_start_offset)
         mover = LogDirMover(tp, current, future, os.path.join(destination, str(tp)),
@@ -229,6 +236,18 @@ class LogDirMoves:
         with self._lock:
             self._moves[tp] = mover
         mover.start()
+
+    def stop_moves_in(self, log_dir: str) -> list[TopicPartition]:
+        """A log dir failed: stop the moves into or out of it (their future logs are abandoned);
+        returns the partitions whose future log was there."""
+        with self._lock:
+            movers = [m for m in self._moves.values()
+                      if log_dir in (m.destination, os.path.dirname(m.current.dir))]
+        for mover in movers:
+            mover.shutdown()
+        for mover in movers:
+            mover.join(30)
+        return sorted(m.tp for m in movers if m.destination == log_dir)
 
     def _finished(self, mover: LogDirMover, swapped: bool) -> None:
         with self._lock:

@@ -55,7 +55,8 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
 
 def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
                       wanted: set[TopicPartition] | None,
-                      futures: dict[TopicPartition, Log] | None = None) -> list[dict[str, Any]]:
+                      futures: dict[TopicPartition, Log] | None = None,
+                      offline_dirs: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """One result per log dir (blocking: sums segment sizes)."""
     by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {d: {} for d in log_dirs}
     entries = [(tp, lg, False) for tp, lg in logs.items()] + [(tp, lg, True) for tp, lg in (futures or {}).items()]
@@ -79,8 +80,9 @@ def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
     results = []
     for log_dir, topics in by_dir.items():
         total, usable = _volume_bytes(log_dir)
-        # A dir that vanished under the broker is what Kafka reports as an offline log dir.
-        error = 0 if os.path.isdir(log_dir) else KafkaStorageException.code
+        # A failed dir (or one that vanished under the broker) is reported as Kafka reports an
+        # offline log dir: KAFKA_STORAGE_ERROR and no replicas.
+        error = 0 if log_dir not in offline_dirs and os.path.isdir(log_dir) else KafkaStorageException.code
         results.append({
             "error_code": error,
             "log_dir": log_dir,
@@ -98,7 +100,7 @@ async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any)
     loop = asyncio.get_running_loop()
     futures = log_manager.moves.future_logs()
     results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body),
-                                         futures)
+                                         futures, log_manager.failure_channel.offline_dirs)
     return {"throttle_time_ms": 0, "error_code": 0, "results": results}
 
 
@@ -109,7 +111,7 @@ def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any
     if destination not in log_manager.log_dirs:
         log.warning("Unable to alter log dirs for %s: Log dir %s is not found in the config.", tp, destination)
         return LogDirNotFoundException.code
-    if not os.path.isdir(destination):
+    if not log_manager.is_log_dir_online(destination) or not os.path.isdir(destination):
         log.warning("Unable to alter log dirs for %s: Log directory %s is offline", tp, destination)
         return KafkaStorageException.code
     log_manager.maybe_update_preferred_log_dir(tp, destination)

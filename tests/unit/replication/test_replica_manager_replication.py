@@ -25,7 +25,7 @@ class FakeLogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self.deleted: list[TopicPartition] = []
 
-    def get_or_create_log(self, tp: TopicPartition, config: Any = None) -> Log:
+    def get_or_create_log(self, tp: TopicPartition, config: Any = None, *, is_new: bool = True) -> Log:
         if tp not in self.logs:
             self.logs[tp] = Log(str(self.base / str(tp)), config or LogConfig())
         return self.logs[tp]
