@@ -8,7 +8,8 @@ Invariants checked: the broker logs the failure in Kafka's words and keeps runni
 /log_dir_event_notification znode that the controller consumes; the partitions in the failed
 dir get another leader and leave broker 0's ISR while those in the healthy dir stay led by
 broker 0; writes continue after the failure; every acknowledged record is read back;
-kafkapy-log-dirs reports the failed dir as KafkaStorageException.
+kafkapy-log-dirs reports the failed dir as KafkaStorageException; restarted with the dir still
+failed, the broker serves its healthy dir and never recreates the failed dir's replicas.
 """
 
 from __future__ import annotations
@@ -175,3 +176,17 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
     print(f"acknowledged {len(acked)} records ({failed_at} before the failure), {len(errors)} delivery errors, "
           f"lost {len(lost)}; partitions {in_failing} moved off {failing}")
     assert not lost
+
+    # A restart with the dir still failed: the broker starts on its healthy dir, its replicas
+    # there rejoin the ISR, and those of the failed dir stay offline (never recreated empty).
+    c.brokers[0].restart()
+    back = time.monotonic() + WAIT_S
+    while True:
+        state = leaders_and_isrs(admin)
+        if all(0 in state[p][1] for p in in_healthy):
+            break
+        assert time.monotonic() < back, state
+        time.sleep(0.5)
+    assert all(0 not in state[p][1] for p in in_failing), state
+    assert os.path.isfile(failing)
+    assert f"Failed to create or validate data directory {failing}" in c.brokers[0].server_log()
