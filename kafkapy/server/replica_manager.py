@@ -172,6 +172,10 @@ class ReplicaManager:
                     )
                     code = KafkaStorageException.code
                 errors.append({"partition_index": ps.partition_index, "error_code": code})
+                if code == 0 and (future := self.log_manager.take_future_log(tp)) is not None:
+                    # A log-dir move the last run did not finish: carry on now the replica is hosted
+                    # (Kafka's becomeLeaderOrFollower starts its ReplicaAlterLogDirsThread here).
+                    self.log_manager.moves.resume(tp, self.partitions[tp].log, future)
             topics_out.append({"topic_id": topic_id, "partition_errors": errors})
         if new_fetches:
             self.fetcher_manager.add_fetcher_for_partitions(new_fetches)

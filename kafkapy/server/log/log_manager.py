@@ -81,6 +81,9 @@ class LogManager:
         # AlterReplicaLogDirs for a replica not created yet: where its log goes once it is
         # (Kafka's preferredLogDirs), consumed by get_or_create_log.
         self._preferred_log_dirs: dict[TopicPartition, str] = {}
+        # `-future` logs found at start-up: a log-dir move the last run did not finish, resumed
+        # once the replica is hosted again (take_future_log), as Kafka's futureLogs are.
+        self._future_logs: dict[TopicPartition, Log] = {}
         # Replicas moving to another of our dirs (AlterReplicaLogDirs); imported here because
         # the mover builds Logs and this module must stay importable without it.
         from kafkapy.server.log_dir_mover import LogDirMoves
@@ -200,9 +203,13 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
             self.cleaner = None
-        self.moves.shutdown()  # abandons unfinished future logs (deleted again at the next start)
+        self.moves.shutdown()  # leaves unfinished future logs for the next start to resume
         with self._lock:
             logs = dict(self._logs)
+            pending = list(self._future_logs.values())
+            self._future_logs.clear()
+        for future in pending:
+            future.close()
         failed_dirs: set[str] = set()
         live_dirs = self.live_log_dirs
         pools = {d: self._recovery_pool(d) for d in live_dirs}
@@ -292,41 +299,41 @@ class LogManager:
         start_offsets = _read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_checkpoint(log_dir, REPLICATION_CHECKPOINT)
         names = sorted(n for n in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, n)))
-        jobs: list[tuple[TopicPartition, str]] = []
+        jobs: list[tuple[TopicPartition, str, bool]] = []
         for name in names:
             path = os.path.join(log_dir, name)
-            if name.endswith(FUTURE_DIR_SUFFIX):
-                # A log-dir move the last run did not finish: the current log is whole, the
-                # move starts again if AlterReplicaLogDirs asks again.
-                logger.info("Deleting %s, an unfinished log directory move", path)
-                shutil.rmtree(path, ignore_errors=True)
-                continue
             if name.endswith(DELETE_DIR_SUFFIX):
                 logger.info("Deleting %s, a log marked for deletion before the last shutdown", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
+            future = name.endswith(FUTURE_DIR_SUFFIX)
             try:
-                jobs.append((TopicPartition.from_dir_name(name), path))
+                # A future log is named `<topic>-<partition>.<uuid>-future`.
+                jobs.append((TopicPartition.from_dir_name(name.rsplit(".", 1)[0] if future else name), path, future))
             except ValueError as e:
                 logger.warning("Skipping %s: %s", path, e)
         loaded = _Counter()
 
-        def load(tp: TopicPartition, path: str) -> None:
+        def load(tp: TopicPartition, path: str, future: bool) -> None:
             logger.info("Loading log '%s'", os.path.basename(path))
             started = self._time_ms()
+            # A future log has no checkpoint entries (they are kept per partition for the current
+            # log): it is recovered from its start after an unclean shutdown.
             log = Log(
-                path, self.config_for(tp.topic), recovery_points.get(tp, 0), start_offsets.get(tp, 0),
+                path, self.config_for(tp.topic), 0 if future else recovery_points.get(tp, 0),
+                0 if future else start_offsets.get(tp, 0),
                 had_clean_shutdown=clean, time_ms=self._time_ms, scheduler=self._scheduler,
             )  # fmt: skip
             log.failure_channel = self.failure_channel
-            if tp in high_watermarks:
+            if tp in high_watermarks and not future:
                 log.high_watermark = high_watermarks[tp]
             with self._lock:
-                if tp in self._logs:
+                logs = self._future_logs if future else self._logs
+                if tp in logs:
                     raise RuntimeError(
-                        f"Duplicate log directories for {tp} are found in both {self._logs[tp].dir} and {path}"
+                        f"Duplicate log directories for {tp} are found in both {logs[tp].dir} and {path}"
                     )
-                self._logs[tp] = log
+                logs[tp] = log
             logger.info(
                 "Completed load of log %s with %d segments, log start offset %d and log end offset %d in %d ms "
                 "(%d/%d loaded in %s)",
@@ -334,7 +341,7 @@ class LogManager:
                 loaded.next(), len(jobs), log_dir,
             )  # fmt: skip
 
-        futures = [pool.submit(load, tp, path) for tp, path in jobs]
+        futures = [pool.submit(load, tp, path, future) for tp, path, future in jobs]
         return futures, marker if clean else None
 
     # -- logs -----------------------------------------------------------------------------------
@@ -391,6 +398,11 @@ class LogManager:
         )
         return log
 
+    def take_future_log(self, tp: TopicPartition) -> Log | None:
+        """The future log of `tp` loaded at start-up, handed over once to resume its move."""
+        with self._lock:
+            return self._future_logs.pop(tp, None)
+
     def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: str) -> None:
         """Kafka's maybeUpdatePreferredLogDir: remembered only while `tp` has no log here."""
         with self._lock:
@@ -414,6 +426,10 @@ class LogManager:
         leaves a dir that the next start deletes)."""
         with self._lock:
             log = self._logs.pop(tp, None)
+            future = self._future_logs.pop(tp, None)
+        if future is not None:  # an unfinished move of a replica now deleted
+            future.close_handlers()
+            shutil.rmtree(future.dir, ignore_errors=True)
         if log is None:
             return None
         log_dir = os.path.dirname(log.dir)

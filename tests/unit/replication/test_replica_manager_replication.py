@@ -33,6 +33,9 @@ class FakeLogManager:
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self.logs.get(tp)
 
+    def take_future_log(self, tp: TopicPartition) -> Log | None:
+        return None
+
     def delete_log(self, tp: TopicPartition) -> None:
         self.deleted.append(tp)
         self.logs.pop(tp).close()
