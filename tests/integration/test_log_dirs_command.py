@@ -79,6 +79,7 @@ def test_describe_two_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]]) -> No
 
     missing = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
                                            "--broker-list", "0,7"])
+    assert missing.exit_code == 1
     assert missing.stdout.strip() == ("ERROR: The given brokers do not exist from --broker-list: 7. "
                                       "Current existent brokers: 0")
 

@@ -104,3 +104,37 @@ def test_alter_replica_log_dir_answers_as_kafka(tmp_path: Path) -> None:
     assert manager.preferred == {t1: str(b)}  # ... with the dir kept for its creation
     manager.offline.add(str(a))  # a failed log dir (LogDirFailureChannel)
     assert alter_replica_log_dir(manager, hosted, t1, str(a)) == KafkaStorageException.code
+
+
+class _Cluster:
+    """AdminClient with brokers 0 and 1 that must not be asked for log dirs."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def live_brokers(self) -> list[int]:
+        return [0, 1]
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(("args", "code", "stdout", "stderr"), [
+    (["--describe"], 1, "", 'Missing required argument "[bootstrap-server]"'),
+    (["--bootstrap-server", "h:1"], 1, "", 'Missing required argument "[describe]"'),
+    (["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,x"], 1, "", 'Error: For input string: "x"'),
+    (["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,7,9"], 1,
+     "ERROR: The given brokers do not exist from --broker-list: 7,9. Current existent brokers: 0,1", ""),
+])
+def test_bad_input_gets_kafkas_message_and_queries_nothing(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, stdout: str, stderr: str
+) -> None:
+    from click.testing import CliRunner
+
+    from kafkapy.tools import log_dirs
+
+    monkeypatch.setattr(log_dirs, "AdminClient", _Cluster)
+    monkeypatch.setattr(log_dirs, "describe_log_dirs", lambda *a: pytest.fail("queried the brokers"))
+    result = CliRunner().invoke(log_dirs.command, args)
+    assert (result.exit_code, result.stdout.strip(), result.stderr.strip()) == (code, stdout, stderr)
