@@ -29,6 +29,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from kafkapy.client.admin import AdminClient as KafkapyAdmin
 from kafkapy.testing import KafkapyCluster
 from kafkapy.tools.log_dirs import command as log_dirs_command
 
@@ -121,6 +122,19 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
             assert time.monotonic() < moved, state
             time.sleep(0.3)
         assert all(state[p][0] == 0 for p in in_healthy), state
+        # Metadata names broker 0 an offline replica of the failed dir's partitions only.
+        seen_by = time.monotonic() + WAIT_S
+        while True:
+            kadmin = KafkapyAdmin(c.bootstrap_servers)
+            try:
+                md = kadmin.metadata([TOPIC], "offlineReplicas")
+            finally:
+                kadmin.close()
+            offline = {p.partition_index: list(p.offline_replicas) for t in md.topics for p in t.partitions}
+            if all(offline[p] == [0] for p in in_failing) and all(offline[p] == [] for p in in_healthy):
+                break
+            assert time.monotonic() < seen_by, offline
+            time.sleep(0.3)
         after = time.monotonic() + WAIT_S
         while len(acked) < failed_at + 300:  # writes go on, to every partition
             assert writer.is_alive() and time.monotonic() < after, (len(acked), failed_at, errors[-3:])
