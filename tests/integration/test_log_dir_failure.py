@@ -204,3 +204,24 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
     assert all(0 not in state[p][1] for p in in_failing), state
     assert os.path.isfile(failing)
     assert f"Failed to create or validate data directory {failing}" in c.brokers[0].server_log()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_broker_whose_only_log_dir_fails_halts(tmp_path: Path) -> None:
+    """Kafka's LogManager.handleLogDirFailure: with no log dir left the broker halts at once
+    (exit 1), saying so; it does not linger without storage."""
+    log_dir = str(tmp_path / "only")
+    c = KafkapyCluster(tmp_path / "cluster", 1, {"log.dirs": log_dir,
+                                                  "replica.high.watermark.checkpoint.interval.ms": "500"})
+    try:
+        c.start()
+        shutil.rmtree(log_dir)
+        Path(log_dir).touch()
+        broker = c.brokers[0]
+        process = broker.process
+        assert process is not None
+        assert process.wait(60) == 1
+        assert f"Shutdown broker because all log dirs in {log_dir} have failed" in broker.server_log()
+    finally:
+        c.stop()
