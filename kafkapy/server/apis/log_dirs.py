@@ -105,7 +105,7 @@ async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any)
 
 
 def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any], tp: TopicPartition,
-                          path: str) -> int:
+                          path: str, offline: set[TopicPartition] | frozenset[TopicPartition] = frozenset()) -> int:
     """One partition's error code (blocking: only dictionary and stat calls)."""
     destination = os.path.abspath(path)
     if destination not in log_manager.log_dirs:
@@ -113,6 +113,9 @@ def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any
         return LogDirNotFoundException.code
     if not log_manager.is_log_dir_online(destination) or not os.path.isdir(destination):
         log.warning("Unable to alter log dirs for %s: Log directory %s is offline", tp, destination)
+        return KafkaStorageException.code
+    if tp in offline:
+        log.warning("Unable to alter log dirs for %s: Partition %s is offline", tp, tp)
         return KafkaStorageException.code
     log_manager.maybe_update_preferred_log_dir(tp, destination)
     partition = partitions.get(tp)
@@ -128,6 +131,7 @@ def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any
 async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
+    offline = apis.replica_manager.offline_partitions
 
     def alter_all() -> dict[str, list[dict[str, int]]]:
         # Off the loop: starting a move creates the future log's files (and may wait for a
@@ -136,7 +140,7 @@ async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body:
         for d in body.dirs:
             for t in d.topics:
                 for p in t.partitions:
-                    code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path)
+                    code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path, offline)
                     results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
         return results
 

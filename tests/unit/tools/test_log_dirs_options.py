@@ -104,6 +104,7 @@ def test_alter_replica_log_dir_answers_as_kafka(tmp_path: Path) -> None:
     assert manager.preferred == {t1: str(b)}  # ... with the dir kept for its creation
     manager.offline.add(str(a))  # a failed log dir (LogDirFailureChannel)
     assert alter_replica_log_dir(manager, hosted, t1, str(a)) == KafkaStorageException.code
+    assert alter_replica_log_dir(manager, {}, t0, str(b), {t0}) == KafkaStorageException.code  # replica offline
 
 
 class _Cluster:
