@@ -517,8 +517,8 @@ class ReplicaManager:
             return -1
         try:
             info = the_log.read(offset, max(limit, 1), end, True)
-        except OffsetOutOfRangeException:
-            return -1
+        except (OffsetOutOfRangeException, KafkaStorageException):
+            return -1  # answer now: the read will say why
         return sum(r.length for r in info.records)
 
     # -- replication ----------------------------------------------------------------------------

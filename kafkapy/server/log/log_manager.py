@@ -105,9 +105,7 @@ class LogManager:
                     continue
                 try:
                     self._dir_locks[log_dir] = _lock_dir(log_dir)
-                except LogDirLockedException:
-                    raise
-                except OSError as e:
+                except OSError as e:  # LogDirLockedException (another broker has it) stays fatal
                     self.failure_channel.maybe_add_offline_log_dir(
                         log_dir, f"Disk error while locking directory {log_dir}", e)
             if not self.live_log_dirs:
