@@ -64,7 +64,7 @@ class KafkaConfig:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], overrides: Iterable[str] = ()) -> KafkaConfig:
         """Reads a properties file, then applies `key=value` overrides (kafka-server-start's --override)."""
-        props: dict[str, Any] = properties.load_file(path)
+        props: dict[str, Any] = properties.load_file(os.fspath(path))
         props.update(parse_overrides(overrides))
         return cls(props)
 

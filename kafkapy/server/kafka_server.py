@@ -125,7 +125,7 @@ class KafkaServer:
         if self.broker_id < 0:
             self.broker_id = await loop.run_in_executor(None, zk.generate_broker_id)
         await loop.run_in_executor(
-            None, check_and_write_meta_properties, self.config.log_dirs, self.broker_id, self.cluster_id
+            None, check_and_write_meta_properties, self.config.log_dirs, self.broker_id, self.cluster_id,  # type: ignore[arg-type]  # set just above
         )
 
         # Dynamic broker configs count before anything reads the config (Kafka's order).
@@ -227,7 +227,7 @@ class KafkaServer:
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
         await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
         try:
-            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))
+            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))  # type: ignore[union-attr]  # created earlier in startup
         except TimeoutError:
             log.warning(
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "

@@ -94,14 +94,14 @@ def _scan_files(dir_: str, prefix: str) -> list[int]:
             logger.info("%s Deleting stray temporary file %s", prefix, path)
             os.unlink(path)
     complete_swaps(dir_, prefix)
-    names = set(os.listdir(dir_))
-    for name in sorted(names):
+    remaining = set(os.listdir(dir_))
+    for name in sorted(remaining):
         stem, ext = os.path.splitext(name)
         if not stem.isdigit():
             continue
         if ext == LOG_SUFFIX:
             base_offsets.append(int(stem))
-        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in names:
+        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in remaining:
             logger.warning(
                 "%s Found an orphaned index file %s, with no corresponding log file.", prefix, name
             )

@@ -50,6 +50,10 @@ class RetentionAndTruncation:
     # around a truncation and moves its cleaner checkpoint back (Kafka's LogManager.truncateTo).
     cleaning_pause: Callable[[int], contextlib.AbstractContextManager[None]] | None
 
+    @property
+    def active_segment(self) -> LogSegment:
+        raise NotImplementedError
+
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         raise NotImplementedError
 

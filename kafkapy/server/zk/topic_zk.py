@@ -123,7 +123,7 @@ class TopicZkOps(ZkIO):
             self.make_sure_persistent_path_exists(TopicPartitionZNode.path(tp))
             data = TopicPartitionStateZNode.encode(state)
             try:
-                self.multi_fenced([lambda t, p=tp, d=data: t.create(TopicPartitionStateZNode.path(p), d)],
+                self.multi_fenced([lambda t, p=tp, d=data: t.create(TopicPartitionStateZNode.path(p), d)],  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                                   expected_controller_epoch_zk_version)
                 result[tp] = None
             except ControllerMovedException:
@@ -141,7 +141,7 @@ class TopicZkOps(ZkIO):
             data = TopicPartitionStateZNode.encode(LeaderIsrAndControllerEpoch(lai, controller_epoch))
             try:
                 res = self.multi_fenced(
-                    [lambda t, p=tp, d=data, v=lai.zk_version: t.set_data(TopicPartitionStateZNode.path(p), d, v)],
+                    [lambda t, p=tp, d=data, v=lai.zk_version: t.set_data(TopicPartitionStateZNode.path(p), d, v)],  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                     expected_controller_epoch_zk_version)
                 result.finished[tp] = lai.with_zk_version(res[-1].version)
             except BadVersionError:
