@@ -1,6 +1,6 @@
 """Lint steps the test command runs, so CI (.ci/run -> bin/kafkapy-test -> pytest) fails on them:
 `ruff check` over the code and tests, and mypy with the settings in pyproject.toml ([tool.mypy]:
-default checks for the whole package, strict ones for kafkapy.protocol)."""
+default checks for the whole package, strict ones for kafkapy.protocol and kafkapy.server)."""
 
 from __future__ import annotations
 

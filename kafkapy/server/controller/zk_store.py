@@ -52,7 +52,8 @@ class ZkControllerStore:
     # --- controller election ---
 
     def get_controller_id(self) -> int | None:
-        return self.client.get_controller_id()
+        result: int | None = self.client.get_controller_id()
+        return result
 
     def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int]:
         return tuple(self.client.register_controller_and_increment_controller_epoch(broker_id))

@@ -42,6 +42,8 @@ S = GroupState
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 Protocols = list[tuple[str, bytes]]
+# A JoinGroup answer now, or the future the rebalance completes with it.
+JoinAnswer = dict[str, Any] | asyncio.Future[dict[str, Any]]
 # GroupCoordinator.validate_group: (group id, is a membership request) -> error code or 0
 Validate = Callable[[str | None, bool], int]
 
@@ -97,7 +99,7 @@ class GroupMembership:
         self, group: GroupMetadata, instance_id: str | None, require_known: bool, client_id: str,
         client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
         protocols: Protocols,
-    ) -> Any:  # fmt: skip
+    ) -> JoinAnswer:  # fmt: skip
         if group.is_state(S.DEAD):
             return join_error("", CoordinatorNotAvailableException.code)
         if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
@@ -123,7 +125,7 @@ class GroupMembership:
         self, group: GroupMetadata, member_id: str, instance_id: str | None, client_id: str,
         client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
         protocols: Protocols,
-    ) -> Any:  # fmt: skip
+    ) -> JoinAnswer:  # fmt: skip
         if group.is_state(S.DEAD):
             return join_error(member_id, CoordinatorNotAvailableException.code)
         if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
@@ -155,7 +157,7 @@ class GroupMembership:
     def _add_member_and_rebalance(
         self, group: GroupMetadata, member_id: str, instance_id: str | None, client_id: str, client_host: str,
         rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str, protocols: Protocols,
-    ) -> asyncio.Future[Any]:  # fmt: skip
+    ) -> asyncio.Future[dict[str, Any]]:  # fmt: skip
         member = MemberMetadata(
             member_id, group.group_id, instance_id, client_id, client_host, rebalance_timeout_ms,
             session_timeout_ms, protocol_type, protocols, is_new=True,
@@ -174,7 +176,7 @@ class GroupMembership:
 
     def _update_member_and_rebalance(
         self, group: GroupMetadata, member: MemberMetadata, protocols: Protocols, reason: str
-    ) -> asyncio.Future[Any]:
+    ) -> asyncio.Future[dict[str, Any]]:
         member.protocols = protocols
         if member.is_awaiting_join:  # a retried JoinGroup replaces the parked one
             member.awaiting_join.set_result(join_error(member.member_id, RebalanceInProgressException.code))  # type: ignore[union-attr]
@@ -185,7 +187,7 @@ class GroupMembership:
 
     def _rejoin_static_member(
         self, group: GroupMetadata, old_id: str, new_id: str, instance_id: str, protocols: Protocols
-    ) -> Any:
+    ) -> JoinAnswer:
         """A static member restarted: the new id takes over the old one's place (KIP-345)."""
         current_leader = group.leader_id
         self._timers.cancel(("hb", group.group_id, old_id))
@@ -240,7 +242,8 @@ class GroupMembership:
         if group.is_leader(member_id):
             full = {mid: assignments.get(mid, b"") for mid in group.members}
             asyncio.ensure_future(self._store_assignment(group, group.generation_id, full))
-        return await future
+        result: dict[str, Any] = await future
+        return result
 
     async def _store_assignment(
         self, group: GroupMetadata, generation: int, assignment: dict[str, bytes]

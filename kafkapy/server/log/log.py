@@ -17,6 +17,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
@@ -174,7 +175,8 @@ class Log:
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments.peekitem(-1)[1]
+        result: LogSegment = self._segments.peekitem(-1)[1]
+        return result
 
     @property
     def log_segments(self) -> list[LogSegment]:
@@ -371,7 +373,7 @@ class Log:
         if self.unflushed_messages >= config.flush_messages:
             self.flush()
 
-    def _check_timestamps(self, batches: list, now: int) -> None:
+    def _check_timestamps(self, batches: list[Any], now: int) -> None:
         limit = self.config.message_timestamp_difference_max_ms
         for _, header in batches:
             for ts in (header.base_timestamp, header.max_timestamp):
@@ -703,7 +705,8 @@ class Log:
                 return TimestampAndOffset(best.max_timestamp_so_far, offset, cache.epoch_for_offset(offset))
             for segment in segments:
                 if segment.largest_timestamp >= target_timestamp:
-                    return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+                    result: TimestampAndOffset | None = segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+                    return result
             return None
 
     # -- lifecycle ------------------------------------------------------------------------------

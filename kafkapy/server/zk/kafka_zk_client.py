@@ -114,7 +114,8 @@ class KafkaZkClient(ZkIO):
         path = BrokerSequenceIdZNode.path()
         while True:
             try:
-                return self.set_data(path, b"").version
+                result: int = self.set_data(path, b"").version
+                return result
             except NoNodeError:
                 self.make_sure_persistent_path_exists(path)
 
@@ -142,14 +143,16 @@ class KafkaZkClient(ZkIO):
             try:
                 _, stat = self._retry(self._zk.create, path, data, ephemeral=True, makepath=True,
                                       include_data=True)
-                return stat.czxid
+                created: int = stat.czxid
+                return created
             except NodeExistsError:
                 got = self.get_data(path)
                 if got is None:
                     continue  # the old owner's session ended meanwhile: try again
                 stat = got[1]
                 if stat.ephemeralOwner == self.session_id:
-                    return stat.czxid
+                    result: int = stat.czxid
+                    return result
                 raise NodeExistsError(
                     f"Error while creating ephemeral at {path}, node already exists and owner "
                     f"'{stat.ephemeralOwner}' does not match current session '{self.session_id}'"
