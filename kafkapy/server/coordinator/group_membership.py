@@ -59,6 +59,8 @@ class GroupMembership:
         self._rebalance = rebalance
         self._validate = validate
 
+    # -- JoinGroup ------------------------------------------------------------------------------
+
     async def join_group(
         self,
         group_id: str,
@@ -207,6 +209,8 @@ class GroupMembership:
             return result
         return self._update_member_and_rebalance(group, member, protocols, "Static member rejoined")
 
+    # -- SyncGroup ------------------------------------------------------------------------------
+
     async def sync_group(
         self, group_id: str, generation_id: int, member_id: str, protocol_type: str | None,
         protocol_name: str | None, instance_id: str | None, assignments: dict[str, bytes],
@@ -268,6 +272,8 @@ class GroupMembership:
             self._rebalance.schedule_heartbeat(group, member, member.session_timeout_ms)
         group.transition_to(S.STABLE)
         log.info("Assignment received from leader for group %s for generation %d", group.group_id, generation)
+
+    # -- Heartbeat and LeaveGroup ---------------------------------------------------------------
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
         err = self._validate(group_id, True)

@@ -60,6 +60,8 @@ class Rebalancer:
         self._timers = timers
         self._initial_delay: set[str] = set()  # groups whose first rebalance waits for more members
 
+    # -- the rebalance --------------------------------------------------------------------------
+
     def join_result(self, group: GroupMetadata, member: MemberMetadata, error: int = 0) -> dict[str, Any]:
         members = []
         if group.is_leader(member.member_id) and group.protocol_name is not None:
@@ -163,6 +165,8 @@ class Rebalancer:
             if member.is_awaiting_sync:
                 member.awaiting_sync.set_result(sync_result(code))  # type: ignore[union-attr]
 
+    # -- members and their sessions -------------------------------------------------------------
+
     def remove_member(self, group: GroupMetadata, member: MemberMetadata) -> None:
         self._timers.cancel(("hb", group.group_id, member.member_id))
         if member.is_awaiting_join:
@@ -205,6 +209,8 @@ class Rebalancer:
             "Member %s in group %s has failed, removing it from the group", member.member_id, group.group_id
         )
         self.remove_member_and_update_group(group, member, "removing member on heartbeat expiration")
+
+    # -- loading and unloading ------------------------------------------------------------------
 
     def on_group_loaded(self, group: GroupMetadata) -> None:
         for member in group.members.values():
