@@ -162,6 +162,12 @@ class Log(RetentionAndTruncation):
         first_unstable = self.producer_state.first_unstable_offset
         return hw if first_unstable is None or first_unstable > hw else first_unstable
 
+    def cleanable_upper_bound(self) -> int:
+        """min(last stable offset, active segment base), read under the lock: the cleaner's
+        threads ask while the loop appends (the open transactions' maps change then)."""
+        with self._lock:
+            return min(self.last_stable_offset, self.active_segment.base_offset)
+
     @property
     def unflushed_messages(self) -> int:
         return self._next_offset - self.recovery_point

@@ -101,7 +101,7 @@ class LogCleanerManager:
         # Never past the last stable offset (what consumers may not see yet may still be
         # truncated, and an open transaction's outcome decides what of it stays) nor into the
         # active segment.
-        uncleanable = min(log.last_stable_offset, log.active_segment.base_offset)
+        uncleanable = log.cleanable_upper_bound()
         config = log.config
         dirty = log.segments_in_range(first_dirty, uncleanable)
         if config.min_compaction_lag_ms > 0:
