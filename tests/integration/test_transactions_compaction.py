@@ -8,7 +8,9 @@ Invariants, read back with librdkafka (confluent-kafka) consumers:
   filters the aborted records of the part not cleaned yet (their `.txnindex` entries survived),
   and the log shrank;
 - an open transaction bounds cleaning: the cleaner checkpoint never passes its first offset
-  (the last stable offset) until it commits, then cleaning moves on to the active segment.
+  (the last stable offset) until it commits, then cleaning moves on to the active segment;
+- kill -9 of the broker in the middle of a (throttled) cleaning, then restart: the same
+  invariants hold after the next cleaning, and no `.cleaned`/`.swap` file is left.
 """
 
 from __future__ import annotations
@@ -127,62 +129,108 @@ def transactional(cluster: KafkapyCluster, txn_id: str) -> Producer:
     return p
 
 
+class Written:
+    """Rounds of KEYS keyed records, one transaction each: every third (and the last) aborted."""
+
+    def __init__(self, cluster: KafkapyCluster, topic: str, rounds: int) -> None:
+        p = transactional(cluster, f"tx-{topic}")
+        self.committed: list[bytes] = []
+        self.aborted: set[bytes] = set()
+        self.latest: dict[bytes, bytes] = {}
+        for r in range(rounds):
+            p.begin_transaction()
+            values = [b"r%02d-k%02d-%s" % (r, k, b"x" * 80) for k in range(KEYS)]
+            for k, v in enumerate(values):
+                p.produce(topic, v, b"k%02d" % k)
+            p.flush(WAIT_S)
+            if r % 3 == 1 or r == rounds - 1:  # the last one aborted: its data is in the active segment
+                p.abort_transaction(WAIT_S)
+                self.aborted.update(values)
+            else:
+                p.commit_transaction(WAIT_S)
+                self.committed += values
+                self.latest.update({b"k%02d" % k: v for k, v in enumerate(values)})
+
+
+def check_cleaned(
+    cluster: KafkapyCluster, topic: str, written: Written, offset_of: dict[bytes, int], before: int
+) -> tuple[int, int]:
+    """The invariants after a full cleaning; (records left, cleaner checkpoint)."""
+    broker = cluster.broker(0)
+    wait_until(lambda: (checkpoint_of(broker, topic) or -1) >= active_base(broker, topic), "a full cleaning")
+    clean_end = checkpoint_of(broker, topic)
+    assert clean_end is not None and clean_end > 0
+    after_committed = read_all(cluster, topic, "read_committed")
+    after_all = read_all(cluster, topic, "read_uncommitted")
+    for records in (after_committed, after_all):
+        offsets = [o for o, _, _ in records]
+        assert offsets == sorted(set(offsets)), "offsets must strictly increase (nothing duplicated)"
+        assert not {v for o, _, v in records if o < clean_end} & written.aborted, (
+            "aborted data left in the cleaned part"
+        )
+    seen = {k: (o, v) for o, k, v in after_committed}
+    assert seen == {k: (offset_of[v], v) for k, v in written.latest.items()}, (
+        "a key's latest committed value moved or went"
+    )
+    # Past the cleaned part, read_committed still drops the aborted records (.txnindex intact).
+    assert [v for _, _, v in after_committed] == [v for _, _, v in after_all if v not in written.aborted]
+    assert {v for _, _, v in after_committed} <= set(written.committed)
+    assert len(after_committed) < before
+    return len(after_all), clean_end
+
+
 def test_committed_and_aborted_transactions_read_the_same_before_and_after_cleaning(
     kafkapy_cluster: KafkapyCluster,
 ) -> None:
     topic, broker = "ctxn", kafkapy_cluster.broker(0)
     admin = create_topic(kafkapy_cluster, topic, PLAIN)
-    p = transactional(kafkapy_cluster, "tx-compacted")
-    committed: list[bytes] = []
-    aborted: set[bytes] = set()
-    latest: dict[bytes, bytes] = {}
-    for r in range(ROUNDS):
-        p.begin_transaction()
-        values = [b"r%02d-k%02d-%s" % (r, k, b"x" * 80) for k in range(KEYS)]
-        for k, v in enumerate(values):
-            p.produce(topic, v, b"k%02d" % k)
-        p.flush(WAIT_S)
-        if r % 3 == 1 or r == ROUNDS - 1:  # the last one aborted: its data is in the active segment
-            p.abort_transaction(WAIT_S)
-            aborted.update(values)
-        else:
-            p.commit_transaction(WAIT_S)
-            committed += values
-            latest.update({b"k%02d" % k: v for k, v in enumerate(values)})
-
+    written = Written(kafkapy_cluster, topic, ROUNDS)
     before_committed = read_all(kafkapy_cluster, topic, "read_committed")
     before_all = read_all(kafkapy_cluster, topic, "read_uncommitted")
-    assert [v for _, _, v in before_committed] == committed
-    assert {v for _, _, v in before_all} == set(committed) | aborted
-    offset_of = {v: o for o, _, v in before_all}
+    assert [v for _, _, v in before_committed] == written.committed
+    assert {v for _, _, v in before_all} == set(written.committed) | written.aborted
     size_before = log_bytes(broker, topic)
 
     make_compacted(admin, topic)
-    wait_until(lambda: (checkpoint_of(broker, topic) or -1) >= active_base(broker, topic), "a full cleaning")
-    clean_end = checkpoint_of(broker, topic)
-    assert clean_end is not None and clean_end > 0
-
-    after_committed = read_all(kafkapy_cluster, topic, "read_committed")
-    after_all = read_all(kafkapy_cluster, topic, "read_uncommitted")
-    for records in (after_committed, after_all):
-        offsets = [o for o, _, _ in records]
-        assert offsets == sorted(set(offsets))
-        assert not {v for o, _, v in records if o < clean_end} & aborted, (
-            "aborted data left in the cleaned part"
-        )
-    seen = {k: (o, v) for o, k, v in after_committed}
-    assert seen == {k: (offset_of[v], v) for k, v in latest.items()}, (
-        "a key's latest committed value moved or went"
+    left, clean_end = check_cleaned(
+        kafkapy_cluster, topic, written, {v: o for o, _, v in before_all}, len(before_committed)
     )
-    # Past the cleaned part, read_committed still drops the aborted records (.txnindex intact).
-    assert [v for _, _, v in after_committed] == [v for _, _, v in after_all if v not in aborted]
-    assert {v for _, _, v in after_committed} <= set(committed)
-    assert len(after_committed) < len(before_committed)
     assert log_bytes(broker, topic) < size_before
     print(
-        f"\ncompacted transactions: {len(before_all)} records ({len(aborted)} aborted) -> "
-        f"{len(after_all)} after cleaning to offset {clean_end}; {size_before} -> {log_bytes(broker, topic)} bytes"
+        f"\ncompacted transactions: {len(before_all)} records ({len(written.aborted)} aborted) -> "
+        f"{left} after cleaning to offset {clean_end}; {size_before} -> {log_bytes(broker, topic)} bytes"
     )
+
+
+@pytest.mark.kafkapy_cluster(
+    brokers=1, overrides={**OVERRIDES, "log.cleaner.io.max.bytes.per.second": "15000"}
+)
+def test_kill_9_during_a_transactional_cleaning_loses_and_duplicates_nothing(
+    kafkapy_cluster: KafkapyCluster,
+) -> None:
+    topic, broker = "ckill", kafkapy_cluster.broker(0)
+    admin = create_topic(kafkapy_cluster, topic, PLAIN)
+    written = Written(kafkapy_cluster, topic, 30)
+    before_committed = read_all(kafkapy_cluster, topic, "read_committed")
+    before_all = read_all(kafkapy_cluster, topic, "read_uncommitted")
+    make_compacted(admin, topic)  # one throttled cleaning (15 KB/s over ~70 KB, read twice)
+    cleaner_log = broker.logs / "log-cleaner.log"
+    wait_until(
+        lambda: cleaner_log.exists() and cleaner_log.read_text().count(f"in log {topic}-0 into") >= 3,
+        "a cleaning half done",
+    )
+    assert f"cleaned log {topic}-0 " not in cleaner_log.read_text(), "killed too late"
+    broker.kill()
+    broker.start()
+    kafkapy_cluster.wait_until_ready()
+    left, clean_end = check_cleaned(
+        kafkapy_cluster, topic, written, {v: o for o, _, v in before_all}, len(before_committed)
+    )
+    leftovers = [
+        p.name for p in (broker.log_dir / f"{topic}-0").iterdir() if p.suffix in (".swap", ".cleaned")
+    ]
+    assert leftovers == []
+    print(f"\nkill -9 mid-cleaning: {len(before_all)} records -> {left} after cleaning to offset {clean_end}")
 
 
 def test_an_open_transaction_bounds_cleaning_until_it_commits(kafkapy_cluster: KafkapyCluster) -> None:
