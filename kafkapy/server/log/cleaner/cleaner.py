@@ -18,6 +18,7 @@ takes; an abort (truncation, deletion, shutdown) is noticed between batches.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -182,9 +183,8 @@ class Cleaner:
                 if header.base_offset >= end:
                     break
                 if header.is_control:
-                    control_type = _control_type(batch, header)
-                    if control_type is not _UNKNOWN:
-                        txns.on_control_batch_read(header, control_type)
+                    with contextlib.suppress(CorruptRecordException):  # an unknown control record
+                        txns.on_control_batch_read(header, _control_type(batch, header))
                     continue
                 stats.map_bytes_read += header.size
                 if offset_map.size >= self.max_desired_map_size:
@@ -294,16 +294,12 @@ class Cleaner:
             raise
 
 
-_UNKNOWN = object()  # a control batch whose record is not a marker this broker knows
-
-
-def _control_type(batch: memoryview, header: BatchHeader) -> ControlRecordType | None | object:
+def _control_type(batch: memoryview, header: BatchHeader) -> ControlRecordType | None:
+    """The marker's type; None for a control batch an earlier cleaning emptied. Raises
+    CorruptRecordException for a control record that is no marker this broker knows (kept)."""
     if header.records_count == 0:
-        return None  # emptied by an earlier cleaning
-    try:
-        return parse_control_batch(batch).control_type
-    except CorruptRecordException:
-        return _UNKNOWN
+        return None
+    return parse_control_batch(batch).control_type
 
 
 def _is_last_record_of_producer(header: BatchHeader, last_records: dict[int, LastRecord]) -> bool:
@@ -327,12 +323,12 @@ def _filter_for_cleaning(
 ) -> FilterResult:
     """Kafka's checkBatchRetention: DELETE, RETAIN_EMPTY or DELETE_EMPTY, then the records."""
     if header.is_control:
-        control_type = _control_type(batch, header)
-        discard = (
-            control_type is not _UNKNOWN
-            and txns.on_control_batch_read(header, control_type)  # type: ignore[arg-type]
-            and not retain_deletes_and_markers
-        )
+        try:
+            control_type = _control_type(batch, header)
+        except CorruptRecordException:
+            discard = False  # not a marker this broker knows: kept as it is (Kafka's UNKNOWN)
+        else:
+            discard = txns.on_control_batch_read(header, control_type) and not retain_deletes_and_markers
     else:
         discard = txns.on_batch_read(header)
     if header.has_producer_id and _is_last_record_of_producer(header, last_records):
