@@ -25,6 +25,7 @@ from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
 from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
+from kafkapy.server.security.acl_authorizer import AclAuthorizer
 from kafkapy.server.zk_connection import ZooKeeperConnection
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
@@ -69,6 +70,7 @@ class KafkaServer:
         self._stop = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.io_executor: Any = None
+        self.authorizer: AclAuthorizer | None = None
 
     @property
     def log_ident(self) -> str:
@@ -157,6 +159,9 @@ class KafkaServer:
         self.log_manager.moves.quota = self.quotas.alter_log_dirs
         await loop.run_in_executor(None, self._load_topic_throttles)
         self.dynamic_broker_config.add_listener(self._on_broker_reconfigured)
+        # The ACL cache is loaded before any request is served (Kafka starts its authorizer
+        # before the socket server's data plane).
+        self.authorizer = await loop.run_in_executor(None, self._start_authorizer)
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
@@ -275,6 +280,21 @@ class KafkaServer:
                 return None
 
         return await asyncio.get_running_loop().run_in_executor(None, read)
+
+    def _start_authorizer(self) -> AclAuthorizer | None:
+        """authorizer.class.name's AclAuthorizer, its cache loaded from ZooKeeper (blocking)."""
+        from kafkapy.server.security.acl import AuthorizerConfig, parse_super_users
+        from kafkapy.server.security.authorizer import check_authorizer_class
+
+        if not check_authorizer_class(self.config.get("authorizer.class.name")):
+            return None
+        config = AuthorizerConfig(
+            parse_super_users(self.config.get("super.users")),
+            bool(self.config.get("allow.everyone.if.no.acl.found")),
+        )
+        authorizer = AclAuthorizer(config, self.zk.client)
+        authorizer.startup()
+        return authorizer
 
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""

@@ -120,3 +120,44 @@ def authorize(
         return False
     granting = {operation, Operation.ALL} | _IMPLIED_BY.get(operation, frozenset())
     return any(e.permission is Permission.ALLOW and e.operation in granting for e in applicable)
+
+
+def authorize_by_resource_type(
+    config: AuthorizerConfig,
+    acls: Iterable[AclBinding],
+    principal: KafkaPrincipal,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+) -> bool:
+    """Whether `operation` is allowed on at least one resource of the type (KIP-679's
+    Authorizer.authorizeByResourceType): some ALLOW pattern for the principal is not wholly
+    covered by a DENY (a DENY of the wildcard, or a literal or prefix DENY covering it)."""
+    if str(principal) in config.super_users:
+        return True
+    of_type = [b for b in acls if b.pattern.resource_type is resource_type]
+    if not of_type:
+        return config.allow_everyone_if_no_acl_found
+    applicable = [
+        b for b in of_type
+        if b.entry.applies_to(principal, host) and b.entry.operation in (operation, Operation.ALL)
+    ]  # fmt: skip
+    deny_literals = {
+        b.pattern.name for b in applicable
+        if b.entry.permission is Permission.DENY and b.pattern.pattern_type is PatternType.LITERAL
+    }  # fmt: skip
+    if WILDCARD in deny_literals:
+        return False
+    deny_prefixes = [
+        b.pattern.name for b in applicable
+        if b.entry.permission is Permission.DENY and b.pattern.pattern_type is PatternType.PREFIXED
+    ]  # fmt: skip
+    for b in applicable:
+        if b.entry.permission is not Permission.ALLOW:
+            continue
+        name = b.pattern.name
+        if any(name.startswith(p) for p in deny_prefixes):
+            continue
+        if b.pattern.pattern_type is PatternType.PREFIXED or name not in deny_literals:
+            return True
+    return False

@@ -7,8 +7,8 @@ broker within a ZooKeeper round trip. `add_acls` / `remove_acls` change a resour
 a conditional update (retried on a concurrent change) and then notify, as Kafka's does.
 `authorize` reads only the cache (no I/O: handlers may call it on the event loop).
 
-Not yet asked by the API handlers (issue 16's authorization part); blocking calls are for
-executor threads, tools and tests.
+The API handlers ask `authorize` through kafkapy/server/apis/auth_helper.py; the blocking
+calls (start-up, changes) run on executor threads, kazoo's threads, tools and tests.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from kafkapy.server.security.acl import (
     ResourcePattern,
     ResourceType,
     authorize,
+    authorize_by_resource_type,
 )
 from kafkapy.server.security.principal import KafkaPrincipal
 from kafkapy.server.zk.acl_znodes import AclChangeNotificationZNode, AclZNode, ResourceZNode
@@ -54,6 +55,9 @@ class AclAuthorizer:
         self.zk = zk  # KafkaZkClient
         self._lock = threading.Lock()
         self._acls: dict[ResourcePattern, frozenset[AclEntry]] = {}
+        # What `authorize` scans: the bindings of one resource type, rebuilt at each change
+        # (changes are rare, decisions are per request).
+        self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
         self._seen: dict[PatternType, set[str]] = {p: set() for p in PatternType}
 
     # -- life cycle (blocking) -----------------------------------------------------------------
@@ -88,6 +92,13 @@ class AclAuthorizer:
                 self._acls[pattern] = entries
             else:
                 self._acls.pop(pattern, None)
+            self._by_type[pattern.resource_type] = tuple(
+                AclBinding(p, e)
+                for p, es in self._acls.items()
+                if p.resource_type is pattern.resource_type
+                for e in es
+            )
+        log.debug("Processing ACL change for %s: %s", pattern, sorted(map(str, entries)))
 
     def process_notifications(self, pattern_type: PatternType) -> None:
         """New acl_changes_ znodes: reload the resource each names (kazoo thread)."""
@@ -114,14 +125,14 @@ class AclAuthorizer:
         resource_type: ResourceType,
         name: str,
     ) -> bool:
-        with self._lock:
-            bindings = [
-                AclBinding(pattern, entry)
-                for pattern, entries in self._acls.items()
-                if pattern.resource_type is resource_type
-                for entry in entries
-            ]
+        bindings = self._by_type.get(resource_type, ())  # a tuple swapped whole: no lock needed
         return authorize(self.config, bindings, principal, host, operation, resource_type, name)
+
+    def authorize_by_resource_type(
+        self, principal: KafkaPrincipal, host: str, operation: Operation, resource_type: ResourceType
+    ) -> bool:
+        bindings = self._by_type.get(resource_type, ())
+        return authorize_by_resource_type(self.config, bindings, principal, host, operation, resource_type)
 
     def acls(self) -> list[AclBinding]:
         with self._lock:
