@@ -120,7 +120,7 @@ def handle_describe_acls(apis: KafkaApis, request: Request, body: Any) -> dict[s
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
 
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
-        return error(ClusterAuthorizationException.code, None)
+        return error(ClusterAuthorizationException.code, "Cluster authorization failed.")
     authorizer = _authorizer(apis)
     if authorizer is None:
         return error(SecurityDisabledException.code, _NO_AUTHORIZER)

@@ -73,6 +73,10 @@ class AclAuthorizer:
         for pattern_type in PatternType:
             self.zk.register_znode_child_change_handler(_ChangeHandler(self, pattern_type))
 
+    def load(self) -> None:
+        """Fill the cache once, without following changes (tools that read and write ACLs)."""
+        self._load_all()
+
     def _load_all(self) -> None:
         for pattern_type in PatternType:
             for resource_type in ResourceType:
