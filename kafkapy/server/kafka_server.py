@@ -394,6 +394,8 @@ class KafkaServer:
             await self.replica_manager.shutdown()  # stops the replica fetchers before the logs close
         if self.controller is not None:
             await loop.run_in_executor(None, self.controller.shutdown)
+        if self.authorizer is not None:
+            self.authorizer.close()
         if self.log_manager is not None:
             await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.zk.close)

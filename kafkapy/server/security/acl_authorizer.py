@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
@@ -38,6 +40,10 @@ from kafkapy.server.zk.watchers import ZNodeChildChangeHandler
 
 log = logging.getLogger("kafkapy.security.AclAuthorizer")
 
+# Kafka's ZkNodeChangeNotificationListener deletes notifications older than this (15 minutes):
+# every broker has read them by then, and the change directories stay small.
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+
 
 class _ChangeHandler(ZNodeChildChangeHandler):
     def __init__(self, authorizer: AclAuthorizer, pattern_type: PatternType) -> None:
@@ -46,7 +52,8 @@ class _ChangeHandler(ZNodeChildChangeHandler):
         self.pattern_type = pattern_type
 
     def handle_child_change(self) -> None:
-        self.authorizer.process_notifications(self.pattern_type)
+        # Runs on kazoo's event thread: the ZooKeeper reads happen on the authorizer's own thread.
+        self.authorizer.schedule_notifications(self.pattern_type)
 
 
 class AclAuthorizer:
@@ -58,20 +65,30 @@ class AclAuthorizer:
         # What `authorize` scans: the bindings of one resource type, rebuilt at each change
         # (changes are rare, decisions are per request).
         self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
-        self._seen: dict[PatternType, set[str]] = {p: set() for p in PatternType}
+        # Notifications already applied -> their creation time (ms), for the purge of old ones.
+        self._seen: dict[PatternType, dict[str, float]] = {p: {} for p in PatternType}
+        self._changes: ThreadPoolExecutor | None = None
 
     # -- life cycle (blocking) -----------------------------------------------------------------
 
     def startup(self) -> None:
         for pattern_type in PatternType:
             self.zk.make_sure_persistent_path_exists(AclChangeNotificationZNode.path(pattern_type))
-            # Notifications older than the full load below are already reflected in it.
-            self._seen[pattern_type] = set(
-                self.zk.get_children(AclChangeNotificationZNode.path(pattern_type))
+            # Notifications older than the full load below are already reflected in it; their
+            # age is unknown, so they count as created now (purged 15 minutes from now).
+            now_ms = time.time() * 1000
+            self._seen[pattern_type] = dict.fromkeys(
+                self.zk.get_children(AclChangeNotificationZNode.path(pattern_type)), now_ms
             )
         self._load_all()
+        # One thread: notifications are applied in order, never on kazoo's event thread.
+        self._changes = ThreadPoolExecutor(1, thread_name_prefix="acl-change-listener")
         for pattern_type in PatternType:
             self.zk.register_znode_child_change_handler(_ChangeHandler(self, pattern_type))
+
+    def close(self) -> None:
+        if self._changes is not None:
+            self._changes.shutdown(wait=False, cancel_futures=True)
 
     def load(self) -> None:
         """Fill the cache once, without following changes (tools that read and write ACLs)."""
@@ -104,20 +121,43 @@ class AclAuthorizer:
             )
         log.debug("Processing ACL change for %s: %s", pattern, sorted(map(str, entries)))
 
+    def schedule_notifications(self, pattern_type: PatternType) -> None:
+        run: Callable[[], None] = lambda: self._safely_process(pattern_type)  # noqa: E731
+        if self._changes is None:
+            run()
+        else:
+            try:
+                self._changes.submit(run)
+            except RuntimeError:  # shut down
+                pass
+
+    def _safely_process(self, pattern_type: PatternType) -> None:
+        try:
+            self.process_notifications(pattern_type)
+        except Exception:
+            log.exception("Error processing ACL change notifications")
+
     def process_notifications(self, pattern_type: PatternType) -> None:
-        """New acl_changes_ znodes: reload the resource each names (kazoo thread)."""
+        """New acl_changes_ znodes: reload the resource each names; delete expired ones."""
         path = AclChangeNotificationZNode.path(pattern_type)
-        for child in sorted(self.zk.get_children(path)):
-            if child in self._seen[pattern_type]:
+        children = sorted(self.zk.get_children(path))
+        seen = self._seen[pattern_type]
+        for child in children:
+            if child in seen:
                 continue
-            self._seen[pattern_type].add(child)
             got = self.zk.get_data(f"{path}/{child}")
+            seen[child] = got[1].ctime if got is not None else 0.0
             if got is None:
                 continue
             try:
                 self._reload(AclChangeNotificationZNode.decode(pattern_type, got[0]))
             except ZkDataError as e:
                 log.error("Ignoring ACL change notification %s: %s", child, e)
+        # Kafka's purgeObsoleteNotifications: every broker deletes what has expired.
+        expired_before = time.time() * 1000 - CHANGE_EXPIRATION_MS
+        for child in [c for c in children if seen[c] < expired_before]:
+            self.zk.delete_path(f"{path}/{child}")
+        self._seen[pattern_type] = {c: seen[c] for c in children}
 
     # -- decisions (cache only) ---------------------------------------------------------------
 
