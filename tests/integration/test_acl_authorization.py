@@ -112,10 +112,27 @@ def _allow(kind: ResourceType, name: str, user: str, op: AclOperation,
     return AclBinding(kind, name, pattern, user if ":" in user else f"User:{user}", "*", op, permission)
 
 
-def _grant(ports: dict[int, int], *bindings: AclBinding, only: int | None = None) -> None:
+def _grant(ports: dict[int, int], *bindings: AclBinding, only: int | None = None, wait: bool = True) -> None:
+    """Create the ACLs; unless `wait` is False, until every broker's cache holds them."""
     admin = _admin(ports, only=only)  # kept alive until the futures are done
     for f in admin.create_acls(list(bindings)).values():
         f.result(30)
+    if wait:
+        for b in ports:
+            for binding in bindings:
+                assert _eventually(lambda b=b, binding=binding: _cached(ports[b], binding)), (b, binding)
+
+
+def _cached(port: int, b: AclBinding) -> bool:
+    """Whether the broker on `port` describes the binding (asked as admin, over one connection)."""
+    security = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "admin", USERS["admin"])
+    with BrokerConnection("127.0.0.1", port, "acl-test", 10.0, security=security) as conn:
+        answer = conn.send(29, 2, {
+            "resource_type_filter": b.restype.value, "resource_name_filter": b.name,
+            "pattern_type_filter": b.resource_pattern_type.value, "principal_filter": b.principal,
+            "host_filter": b.host, "operation": b.operation.value, "permission_type": b.permission_type.value,
+        })  # fmt: skip
+    return answer.error_code == 0 and len(answer.resources) == 1
 
 
 def _topic(ports: dict[int, int], prefix: str, partitions: int = 1) -> str:
@@ -412,7 +429,7 @@ def test_acl_created_through_one_broker_applies_on_all_within_seconds(
 
     assert {describe_code(b) for b in ports} == {TopicAuthorizationException.code}
     started = time.monotonic()
-    _grant(ports, _allow(ResourceType.TOPIC, topic, "carol", AclOperation.DESCRIBE), only=0)
+    _grant(ports, _allow(ResourceType.TOPIC, topic, "carol", AclOperation.DESCRIBE), only=0, wait=False)
     waits = {}
     for b in ports:
         assert _eventually(lambda b=b: describe_code(b) == 0, timeout_s=10), f"broker {b} never applied the ACL"
