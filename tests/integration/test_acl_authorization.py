@@ -371,6 +371,11 @@ def test_metadata_hides_topics_without_describe(cluster: tuple[KafkapyCluster, d
     assert hidden not in listing()
     md = admin.list_topics(hidden, timeout=10)
     assert md.topics[hidden].error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # Metadata v8+'s topic authorized operations: Read (and the Describe it implies).
+    from confluent_kafka import TopicCollection
+
+    described = admin.describe_topics(TopicCollection([visible]), include_authorized_operations=True)[visible].result(30)
+    assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
 
 
 @pytest.mark.timeout(180)
@@ -394,6 +399,31 @@ def test_transactions_need_transactional_id_write(cluster: tuple[KafkapyCluster,
     producer.begin_transaction()
     producer.produce(topic, b"txn")
     producer.commit_transaction(30)
+
+
+@pytest.mark.timeout(120)
+def test_cluster_admin_apis_need_cluster_alter_or_describe(cluster: tuple[KafkapyCluster, dict[int, int]]) -> None:
+    c, ports = cluster
+    topic = _topic(ports, "admin")
+    refused = ClusterAuthorizationException.code
+    security = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "dave", USERS["dave"])
+    controller = c.brokers[0].broker_id  # any broker answers the refusal before asking the controller
+    with BrokerConnection("127.0.0.1", ports[controller], "acl-test", 10.0, security=security) as conn:
+        assert conn.send(46, 0, {"timeout_ms": 1000, "topics": None}).error_code == refused
+        assert conn.send(45, 0, {"timeout_ms": 1000, "topics": []}).error_code == refused
+        assert conn.send(35, 4, {"topics": None}).error_code == refused
+        assert conn.send(50, 0, {"users": None}).error_code == refused
+        elect = conn.send(43, 2, {"election_type": 0, "timeout_ms": 1000,
+                                  "topic_partitions": [{"topic": topic, "partitions": [0]}]})  # fmt: skip
+        assert elect.error_code == refused
+        deleted = conn.send(21, 2, {"timeout_ms": 1000, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "offset": 0}]}]})  # fmt: skip
+        assert deleted.topics[0].partitions[0].error_code == TopicAuthorizationException.code
+    # The super user passes the same checks.
+    admin = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "admin", USERS["admin"])
+    with BrokerConnection("127.0.0.1", ports[controller], "acl-test", 10.0, security=admin) as conn:
+        assert conn.send(35, 4, {"topics": None}).error_code == 0
+        assert conn.send(50, 0, {"users": None}).error_code == 0
 
 
 # -- inter-broker APIs, propagation -----------------------------------------------------------
