@@ -101,6 +101,12 @@ def parse_super_users(value: str | None) -> frozenset[str]:
     return frozenset(p.strip() for p in (value or "").split(";") if p.strip())
 
 
+# Per operation, the ALLOW operations that grant it: itself, All, and what implies it.
+_GRANTING: dict[Operation, frozenset[Operation]] = {
+    op: frozenset({op, Operation.ALL}) | _IMPLIED_BY.get(op, frozenset()) for op in Operation
+}
+
+
 def authorize(
     config: AuthorizerConfig,
     acls: Iterable[AclBinding],
@@ -110,16 +116,28 @@ def authorize(
     resource_type: ResourceType,
     name: str,
 ) -> bool:
-    if str(principal) in config.super_users:
-        return True
     matching = [b.entry for b in acls if b.pattern.matches(resource_type, name)]
-    if not matching:
-        return config.allow_everyone_if_no_acl_found
-    applicable = [e for e in matching if e.applies_to(principal, host)]
-    if any(e.permission is Permission.DENY and e.operation in (operation, Operation.ALL) for e in applicable):
-        return False
-    granting = {operation, Operation.ALL} | _IMPLIED_BY.get(operation, frozenset())
-    return any(e.permission is Permission.ALLOW and e.operation in granting for e in applicable)
+    return decide(config, matching, str(principal), host, operation)
+
+
+def decide(
+    config: AuthorizerConfig, entries: Iterable[AclEntry], principal: str, host: str, operation: Operation
+) -> bool:
+    """The decision over the entries of every ACL whose pattern matches the resource (one pass:
+    this runs once per resource of each request)."""
+    if principal in config.super_users:
+        return True
+    found = allowed = False
+    granting = _GRANTING[operation]
+    for e in entries:
+        found = True
+        if (e.principal == principal or e.principal == WILDCARD_PRINCIPAL) and (e.host == host or e.host == WILDCARD):
+            if e.permission is Permission.DENY:
+                if e.operation is operation or e.operation is Operation.ALL:
+                    return False
+            elif e.operation in granting:
+                allowed = True
+    return allowed if found else config.allow_everyone_if_no_acl_found
 
 
 def authorize_by_resource_type(

@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from kafkapy.server.security.acl import (
+    WILDCARD,
     AclBinding,
     AclEntry,
     AuthorizerConfig,
@@ -30,8 +31,8 @@ from kafkapy.server.security.acl import (
     PatternType,
     ResourcePattern,
     ResourceType,
-    authorize,
     authorize_by_resource_type,
+    decide,
 )
 from kafkapy.server.security.principal import KafkaPrincipal
 from kafkapy.server.zk.acl_znodes import AclChangeNotificationZNode, AclZNode, ResourceZNode
@@ -56,15 +57,70 @@ class _ChangeHandler(ZNodeChildChangeHandler):
         self.authorizer.schedule_notifications(self.pattern_type)
 
 
+class _TypeIndex:
+    """One resource type's ACLs, indexed as Kafka's AclAuthorizer looks them up: a name's ACLs are
+    its literal pattern's, the wildcard's and those of every prefix of it, so a decision costs
+    len(name) dictionary lookups however many ACLs exist. Mutated under the authorizer's lock;
+    readers need none (single dict operations are atomic in CPython)."""
+
+    def __init__(self, resource_type: ResourceType) -> None:
+        self.resource_type = resource_type
+        self.literal: dict[str, frozenset[AclEntry]] = {}
+        self.prefixed: dict[str, frozenset[AclEntry]] = {}
+        self._all: tuple[AclBinding, ...] | None = ()
+        self._version = 0  # bumped by each change: a rebuild that raced one is not kept
+
+    def put(self, pattern: ResourcePattern, entries: frozenset[AclEntry]) -> None:
+        table = self.literal if pattern.pattern_type is PatternType.LITERAL else self.prefixed
+        if entries:
+            table[pattern.name] = entries
+        else:
+            table.pop(pattern.name, None)
+        self._version += 1
+        self._all = None
+
+    def matching(self, name: str) -> Iterator[AclEntry]:
+        """The entries of every pattern that applies to `name`."""
+        literal = self.literal
+        got = literal.get(name)
+        if got:
+            yield from got
+        if name != WILDCARD:
+            got = literal.get(WILDCARD)
+            if got:
+                yield from got
+        prefixed = self.prefixed
+        if prefixed:
+            for i in range(1, len(name) + 1):
+                got = prefixed.get(name[:i])
+                if got:
+                    yield from got
+
+    def all(self) -> tuple[AclBinding, ...]:
+        """Every binding of the type (KIP-679's by-type decision), rebuilt after a change."""
+        cached = self._all
+        if cached is None:
+            version = self._version
+            cached = tuple(
+                AclBinding(ResourcePattern(self.resource_type, name, kind), e)
+                for kind, table in ((PatternType.LITERAL, dict(self.literal)), (PatternType.PREFIXED, dict(self.prefixed)))
+                for name, entries in table.items()
+                for e in entries
+            )  # fmt: skip
+            if version == self._version:
+                self._all = cached
+        return cached
+
+
 class AclAuthorizer:
     def __init__(self, config: AuthorizerConfig, zk: Any) -> None:
         self.config = config
         self.zk = zk  # KafkaZkClient
         self._lock = threading.Lock()
         self._acls: dict[ResourcePattern, frozenset[AclEntry]] = {}
-        # What `authorize` scans: the bindings of one resource type, rebuilt at each change
-        # (changes are rare, decisions are per request).
-        self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
+        # What `authorize` looks in: per resource type, by name (changes are rare, decisions
+        # per request).
+        self._index: dict[ResourceType, _TypeIndex] = {t: _TypeIndex(t) for t in ResourceType}
         # Notifications already applied -> their creation time (ms), for the purge of old ones.
         self._seen: dict[PatternType, dict[str, float]] = {p: {} for p in PatternType}
         self._changes: ThreadPoolExecutor | None = None
@@ -113,12 +169,7 @@ class AclAuthorizer:
                 self._acls[pattern] = entries
             else:
                 self._acls.pop(pattern, None)
-            self._by_type[pattern.resource_type] = tuple(
-                AclBinding(p, e)
-                for p, es in self._acls.items()
-                if p.resource_type is pattern.resource_type
-                for e in es
-            )
+            self._index[pattern.resource_type].put(pattern, entries)
         log.debug("Processing ACL change for %s: %s", pattern, sorted(map(str, entries)))
 
     def schedule_notifications(self, pattern_type: PatternType) -> None:
@@ -169,13 +220,12 @@ class AclAuthorizer:
         resource_type: ResourceType,
         name: str,
     ) -> bool:
-        bindings = self._by_type.get(resource_type, ())  # a tuple swapped whole: no lock needed
-        return authorize(self.config, bindings, principal, host, operation, resource_type, name)
+        return decide(self.config, self._index[resource_type].matching(name), str(principal), host, operation)
 
     def authorize_by_resource_type(
         self, principal: KafkaPrincipal, host: str, operation: Operation, resource_type: ResourceType
     ) -> bool:
-        bindings = self._by_type.get(resource_type, ())
+        bindings = self._index[resource_type].all()
         return authorize_by_resource_type(self.config, bindings, principal, host, operation, resource_type)
 
     def acls(self) -> list[AclBinding]:

@@ -146,3 +146,54 @@ def test_authorizer_class_names() -> None:
         assert "com.example.MyAuthorizer" in str(e)
     else:
         raise AssertionError("an unknown authorizer class must stop the broker")
+
+
+class _MemoryZk:
+    """get_children/get_data over a dict of paths: enough for AclAuthorizer.load()."""
+
+    def __init__(self, bindings: list[AclBinding]) -> None:
+        from kafkapy.server.zk.acl_znodes import ResourceZNode
+
+        by_pattern: dict[ResourcePattern, set[AclEntry]] = {}
+        for b in bindings:
+            by_pattern.setdefault(b.pattern, set()).add(b.entry)
+        self.data = {ResourceZNode.path(p): ResourceZNode.encode(es) for p, es in by_pattern.items()}
+
+    def get_children(self, path: str) -> list[str]:
+        prefix = path + "/"
+        return [k[len(prefix):] for k in self.data if k.startswith(prefix) and "/" not in k[len(prefix):]]
+
+    def get_data(self, path: str) -> tuple[bytes, None] | None:
+        got = self.data.get(path)
+        return None if got is None else (got, None)
+
+
+def test_the_authorizers_name_index_decides_as_the_pure_function() -> None:
+    """Random ACL sets: the cache's indexed lookup (literal, wildcard, each prefix of the name)
+    gives the same answers as matching every ACL's pattern."""
+    import random
+
+    from kafkapy.server.security.acl_authorizer import AclAuthorizer
+
+    rng = random.Random(16)
+    names = ["a", "ab", "abc", "b", "*", "abd"]
+    principals = ["User:alice", "User:bob", "User:*"]
+    for _ in range(200):
+        acls = [
+            AclBinding(
+                ResourcePattern(rng.choice([T, ResourceType.GROUP]), rng.choice(names),
+                                rng.choice(list(PatternType))),
+                AclEntry(rng.choice(principals), rng.choice(["*", "10.0.0.1", "10.0.0.2"]),
+                         rng.choice(list(Operation)), rng.choice(list(Permission))),
+            )  # fmt: skip
+            for _ in range(rng.randint(0, 6))
+        ]
+        config = AuthorizerConfig(allow_everyone_if_no_acl_found=rng.random() < 0.5)
+        authorizer = AclAuthorizer(config, _MemoryZk(acls))
+        authorizer.load()
+        for _ in range(10):
+            who = KafkaPrincipal("User", rng.choice(["alice", "bob", "carol"]))
+            host, op, kind = rng.choice(["10.0.0.1", "10.0.0.2"]), rng.choice(list(Operation)), rng.choice([T, ResourceType.GROUP])
+            name = rng.choice(names[:-2] + ["abcd", "x"])
+            expected = authorize(config, acls, who, host, op, kind, name)
+            assert authorizer.authorize(who, host, op, kind, name) is expected, (acls, who, host, op, kind, name)
