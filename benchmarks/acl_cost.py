@@ -1,6 +1,8 @@
-"""What an authorization decision costs the broker: AclAuthorizer.authorize on a loaded cache.
+"""What an authorization decision costs the broker: AclAuthorizer.authorize on a loaded cache,
+and (--end-to-end N) broker CPU per small produce request with the authorizer off and on.
 
     python benchmarks/acl_cost.py [--topics 10000] [--prefixes 100] [--calls 200000]
+    python benchmarks/acl_cost.py --end-to-end 50000 [--rounds 2] [--acls 1000]
 
 The cache is filled the way a broker fills it (AclAuthorizer.load over ZooKeeper reads, here an
 in-memory stand-in holding Kafka's JSON): one literal ACL per topic, `--prefixes` prefixed ACLs
@@ -55,12 +57,68 @@ def _per_call_us(fn: object, calls: int) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def end_to_end(requests: int, rounds: int, filler_acls: int) -> None:
+    """benchmarks/small_requests.py (single-record produce requests pipelined on one PLAINTEXT
+    connection) against a broker without an authorizer and one with AclAuthorizer, where
+    User:ANONYMOUS holds Write on the topic beside `filler_acls` other topics' ACLs."""
+    import statistics
+    import tempfile
+
+    from benchmarks.brokers import RunningBroker, python_broker_pid
+    from benchmarks.common import create_topics
+    from benchmarks.small_requests import produce_version, run
+    from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+    from kafkapy.testing import kafkapy_cluster_context
+
+    on = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin"}
+    results: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(rounds):
+        for mode in ("off", "on"):
+            with tempfile.TemporaryDirectory(prefix="kafkapy-acl-bench-") as root, \
+                    kafkapy_cluster_context(1, on if mode == "on" else {}, Path(root)) as cluster:  # fmt: skip
+                if mode == "on":
+                    zk = KafkaZkClient(cluster.zookeeper_connect, 18000)
+                    zk.start()
+                    try:
+                        writer = AclAuthorizer(AuthorizerConfig(), zk)
+                        writer.load()
+                        anyone = [AclEntry("User:ANONYMOUS", "*", op, Permission.ALLOW)
+                                  for op in (Operation.WRITE, Operation.CREATE)]  # fmt: skip
+                        writer.add_acls(ResourcePattern(ResourceType.TOPIC, "small"), anyone)
+                        # The broker's own PLAINTEXT inter-broker requests come as ANONYMOUS too.
+                        action = AclEntry("User:ANONYMOUS", "*", Operation.CLUSTER_ACTION, Permission.ALLOW)
+                        writer.add_acls(ResourcePattern(ResourceType.CLUSTER, "kafka-cluster"), [action])
+                        for i in range(filler_acls):
+                            entry = AclEntry(f"User:app-{i}", "*", Operation.WRITE, Permission.ALLOW)
+                            writer.add_acls(ResourcePattern(ResourceType.TOPIC, f"other-{i}"), [entry])
+                    finally:
+                        zk.close()
+                    time.sleep(2)  # the broker's cache follows the notifications
+                handle = cluster.brokers[0]
+                assert handle.process is not None
+                broker = RunningBroker("kafkapy", handle.bootstrap, python_broker_pid(handle.process.pid),
+                                       handle.log_dir, cluster.zookeeper_connect)  # fmt: skip
+                create_topics(broker.bootstrap, {"small": 1})
+                r = run(broker, "small", produce_version([broker.bootstrap]), requests)
+                cpu = float(r["broker_cpu_us_per_request"])  # type: ignore[arg-type]
+                results[mode].append(cpu)
+                print(f"authorizer {mode:3}: {r['requests_per_s']:9.0f} req/s  {cpu:6.1f} us broker CPU/request")
+    off, on_ = statistics.median(results["off"]), statistics.median(results["on"])
+    print(f"median broker CPU per request: off {off:.1f} us, on {on_:.1f} us ({on_ / off:.2f}x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topics", type=int, default=10_000)
     ap.add_argument("--prefixes", type=int, default=100)
     ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--end-to-end", type=int, default=0, metavar="REQUESTS")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--acls", type=int, default=1000, help="other topics' ACLs in the end-to-end run")
     args = ap.parse_args()
+    if args.end_to_end:
+        end_to_end(args.end_to_end, args.rounds, args.acls)
+        return
     write = Operation.WRITE
     patterns: dict[ResourcePattern, list[AclEntry]] = {
         ResourcePattern(ResourceType.TOPIC, f"topic-{i}"): [

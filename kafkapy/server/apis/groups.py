@@ -334,8 +334,10 @@ def handle_list_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str
     gc = coordinator(apis)
     states = set(body.states_filter or ()) if version >= 4 else None
     code, groups = (_NOT_AVAILABLE, []) if gc is None else gc.list_groups(states)
-    if not authorize_cluster(apis, request, Operation.DESCRIBE):
-        groups = [g for g in groups if authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+    if not authorize_cluster(apis, request, Operation.DESCRIBE, log_denied=False):
+        groups = [
+            g for g in groups if authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, False)
+        ]
     return {
         "throttle_time_ms": 0,
         "error_code": code,

@@ -95,7 +95,7 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
     if all_topics:
         names = cache.all_topics()
         if apis.authorizer is not None:
-            allowed = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names)
+            allowed = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names, log_denied=False)
             names = [t for t in names if t in allowed]
         topics_out = [topic_metadata(apis, t, listener) for t in names]
     else:
@@ -154,7 +154,7 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
 
 
 def _may_create(apis: KafkaApis, request: Request, name: str) -> bool:
-    return authorize_cluster(apis, request, Operation.CREATE) or authorize(
+    return authorize_cluster(apis, request, Operation.CREATE, log_denied=False) or authorize(
         apis, request, Operation.CREATE, ResourceType.TOPIC, name
     )
 

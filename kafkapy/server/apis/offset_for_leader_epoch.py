@@ -31,7 +31,7 @@ def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request, body: Any)
     topics = []
     # Followers hold ClusterAction; consumers (KIP-320) need Describe on each topic.
     names = {t.topic for t in body.topics}
-    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION, log_denied=False):
         names = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names)
     for t in body.topics:
         if t.topic not in names:
