@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -67,34 +67,48 @@ class _TypeIndex:
         self.resource_type = resource_type
         self.literal: dict[str, frozenset[AclEntry]] = {}
         self.prefixed: dict[str, frozenset[AclEntry]] = {}
+        # The lengths prefixed patterns have: a name is looked up at those lengths only.
+        self._prefix_lengths: dict[int, int] = {}  # length -> how many patterns have it
+        self.prefix_lengths: tuple[int, ...] = ()
         self._all: tuple[AclBinding, ...] | None = ()
         self._version = 0  # bumped by each change: a rebuild that raced one is not kept
 
     def put(self, pattern: ResourcePattern, entries: frozenset[AclEntry]) -> None:
         table = self.literal if pattern.pattern_type is PatternType.LITERAL else self.prefixed
+        existed = pattern.name in table
         if entries:
             table[pattern.name] = entries
         else:
             table.pop(pattern.name, None)
+        if table is self.prefixed and existed != bool(entries):
+            n = len(pattern.name)
+            self._prefix_lengths[n] = self._prefix_lengths.get(n, 0) + (1 if entries else -1)
+            if not self._prefix_lengths[n]:
+                del self._prefix_lengths[n]
+            self.prefix_lengths = tuple(sorted(self._prefix_lengths))
         self._version += 1
         self._all = None
 
-    def matching(self, name: str) -> Iterator[AclEntry]:
-        """The entries of every pattern that applies to `name`."""
+    def matching(self, name: str) -> Iterable[AclEntry]:
+        """The entries of every pattern that applies to `name` (the common case, one literal
+        pattern and no wildcard or prefixes, returns its set as is)."""
         literal = self.literal
-        got = literal.get(name)
-        if got:
-            yield from got
-        if name != WILDCARD:
-            got = literal.get(WILDCARD)
-            if got:
-                yield from got
+        found = literal.get(name)
+        wildcard = literal.get(WILDCARD) if name != WILDCARD else None
         prefixed = self.prefixed
-        if prefixed:
-            for i in range(1, len(name) + 1):
-                got = prefixed.get(name[:i])
-                if got:
-                    yield from got
+        if not prefixed and not wildcard:
+            return found or ()
+        out = list(found or ())
+        if wildcard:
+            out += wildcard
+        size = len(name)
+        for n in self.prefix_lengths:
+            if n > size:
+                break
+            got = prefixed.get(name[:n])
+            if got:
+                out += got
+        return out
 
     def all(self) -> tuple[AclBinding, ...]:
         """Every binding of the type (KIP-679's by-type decision), rebuilt after a change."""
@@ -220,7 +234,10 @@ class AclAuthorizer:
         resource_type: ResourceType,
         name: str,
     ) -> bool:
-        return decide(self.config, self._index[resource_type].matching(name), str(principal), host, operation)
+        who = str(principal)
+        if who in self.config.super_users:  # before any lookup: super users cost one set test
+            return True
+        return decide(self.config, self._index[resource_type].matching(name), who, host, operation)
 
     def authorize_by_resource_type(
         self, principal: KafkaPrincipal, host: str, operation: Operation, resource_type: ResourceType
