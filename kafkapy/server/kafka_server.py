@@ -172,7 +172,7 @@ class KafkaServer:
 
         self.transaction_coordinator = TransactionCoordinator(
             self.broker_id, self.config, self.replica_manager, self.producer_id_manager, self.metadata_cache,
-            self.group_coordinator,
+            self.group_coordinator, self.inter_broker_security,
         )  # fmt: skip
         self.transaction_coordinator.startup()
         from kafkapy.protocol import framing

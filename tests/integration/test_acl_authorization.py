@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -399,6 +399,21 @@ def test_transactions_need_transactional_id_write(cluster: tuple[KafkapyCluster,
     producer.begin_transaction()
     producer.produce(topic, b"txn")
     producer.commit_transaction(30)
+    # The commit marker reached the partition leader (another broker, on its SASL inter-broker
+    # listener, as a principal holding ClusterAction): a read_committed consumer sees the record.
+    consumer = Consumer({**_conf(ports, "admin"), "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while not got and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    assert got == [b"txn"]
 
 
 @pytest.mark.timeout(120)
