@@ -73,7 +73,8 @@ async def handle_add_partitions_to_txn(apis: KafkaApis, request: Request, body: 
                 for tp in wanted
                 if apis.metadata_cache.partition_info(*tp) is None
             }
-        if tc is None:
+        # With refused partitions the coordinator is not asked (the rest: OPERATION_NOT_ATTEMPTED).
+        if not refused and tc is None:
             code = _NOT_AVAILABLE
         elif not refused:
             code = await tc.add_partitions(
