@@ -170,3 +170,37 @@ def test_usage_errors() -> None:
     bad_op = acls("--bootstrap-server", "127.0.0.1:1", "--add", "--allow-principal", "User:a", "--operation",
                   "IdempotentWrite", "--topic", "t")  # fmt: skip
     assert bad_op.returncode == 1 and "ResourceType TOPIC only supports operations" in bad_op.stderr
+
+
+@pytest.mark.timeout(120)
+def test_kafka_python_admin_manages_acls(cluster: tuple[KafkapyCluster, str, Path]) -> None:
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    c, sasl, _ = cluster
+    topic = f"kp-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=sasl, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                             sasl_plain_username="admin", sasl_plain_password="admin-secret")  # fmt: skip
+    try:
+        acl = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                  ResourcePattern(ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL))  # fmt: skip
+        created = admin.create_acls([acl])
+        assert created["failed"] == [] and len(created["succeeded"]) == 1
+        wanted = ACLFilter(None, "*", ACLOperation.ANY, ACLPermissionType.ANY,
+                           ResourcePatternFilter(ResourceType.TOPIC, topic, ACLResourcePatternType.MATCH))  # fmt: skip
+        acls, error = admin.describe_acls(wanted)
+        assert error.errno == 0 and [(a.principal, a.operation) for a in acls] == [("User:alice", ACLOperation.READ)]
+        deleted = admin.delete_acls([wanted])
+        assert [len(matched) for _, matched, _ in deleted] == [1]
+        assert admin.describe_acls(wanted)[0] == []
+    finally:
+        admin.close()
