@@ -294,6 +294,16 @@ class KafkaServer:
         )
         authorizer = AclAuthorizer(config, self.zk.client)
         authorizer.startup()
+        if (
+            self.config.inter_broker_security_protocol == "PLAINTEXT"
+            and "User:ANONYMOUS" not in config.super_users
+        ):
+            # Kafka says nothing here, and a cluster whose controller is refused stalls quietly.
+            log.warning(
+                "%s The inter-broker listener %s is PLAINTEXT: brokers reach each other as User:ANONYMOUS, "
+                "which needs ClusterAction on the cluster (or super.users) under authorizer.class.name",
+                self.log_ident, self.config.inter_broker_listener_name,
+            )  # fmt: skip
         return authorizer
 
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:

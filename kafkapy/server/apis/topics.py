@@ -199,10 +199,13 @@ async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> 
         result["topic_id"] = topic_id_from_zk(created_topic.topic_id)
         result["num_partitions"] = len(final_assignment)
         result["replication_factor"] = len(next(iter(final_assignment.values()), []))
-        result["configs"] = [
-            {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
-            for k, v in sorted(configs.items())
-        ]
+        if authorize(apis, request, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, log_denied=False):
+            result["configs"] = [
+                {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
+                for k, v in sorted(configs.items())
+            ]
+        else:  # Kafka's answer: created, but its configs are not shown to this principal
+            result["topic_config_error_code"] = TopicAuthorizationException.code
         if not body.validate_only:
             created.append((result, len(final_assignment)))
     for result, n in created:
