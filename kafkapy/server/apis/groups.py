@@ -180,9 +180,10 @@ async def handle_find_coordinator(apis: KafkaApis, request: Request, body: Any) 
 async def handle_join_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
     version = request.header.api_version
     gc = coordinator(apis)
-    if gc is None or not _may_read(apis, request, body.group_id):
+    allowed = _may_read(apis, request, body.group_id)
+    if gc is None or not allowed:
         result: dict[str, Any] = {
-            "error_code": _NOT_AVAILABLE if gc is None else GroupAuthorizationException.code,
+            "error_code": GroupAuthorizationException.code if not allowed else _NOT_AVAILABLE,
             "generation_id": -1,
             "leader": "",
             "members": [],
