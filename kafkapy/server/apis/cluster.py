@@ -1,12 +1,17 @@
-"""DescribeCluster: brokers, controller and cluster id as this broker's metadata cache has them."""
+"""DescribeCluster: brokers, controller and cluster id as this broker's metadata cache has them.
+
+Its cluster authorized operations are computed when asked for, and only for a principal that
+may Describe the cluster (0 otherwise), as Kafka answers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.server.apis.auth_helper import authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 # Kafka's "authorized operations not requested" marker.
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -50,6 +55,13 @@ def controller_id(apis: KafkaApis) -> int:
 
 @handles(ApiKey.DESCRIBE_CLUSTER)
 def handle_describe_cluster(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if body.include_cluster_authorized_operations:
+        operations = (
+            authorized_operations(apis, request, ResourceType.CLUSTER, CLUSTER_NAME)
+            if authorize_cluster(apis, request, Operation.DESCRIBE)
+            else 0
+        )
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -58,5 +70,5 @@ def handle_describe_cluster(apis: KafkaApis, request: Request, body: Any) -> dic
         "cluster_id": apis.server.cluster_id,
         "controller_id": controller_id(apis),
         "brokers": brokers_for_listener(apis, request.listener_name),
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": operations,
     }

@@ -6,6 +6,9 @@ Each described value carries its source as Kafka reports it: a topic override
 (DYNAMIC_TOPIC_CONFIG), a dynamic broker config (per broker or cluster default), a
 server.properties setting (STATIC_BROKER_CONFIG) or the default. BROKER resources (dynamic
 broker configs) are handled in broker_configs.py.
+
+Authorization as Kafka's: DescribeConfigs / AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
+or, for a broker resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     InvalidConfigurationException,
     InvalidRequestException,
     KafkaError,
+    TopicAuthorizationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.broker_configs import (
     CONFIG_TYPES,
     DEFAULT_CONFIG,
@@ -35,8 +41,18 @@ from kafkapy.server.apis.broker_configs import to_string as _to_string
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.dynamic_broker_config import DynamicBrokerConfig
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 
 TOPIC, BROKER = 2, 4
+
+
+def _check_authorized(apis: KafkaApis, request: Request, r: Any, operation: Operation) -> None:
+    """Raises the resource's authorization error when `operation` is not allowed on it."""
+    if r.resource_type == TOPIC:
+        if not authorize(apis, request, operation, ResourceType.TOPIC, r.resource_name):
+            raise TopicAuthorizationException()
+    elif r.resource_type == BROKER and not authorize_cluster(apis, request, operation):
+        raise ClusterAuthorizationException()
 
 
 def _dynamic(apis: KafkaApis) -> DynamicBrokerConfig:
@@ -106,6 +122,7 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
             if (r.resource_type, r.resource_name) in seen:
                 raise InvalidRequestException(f"Duplicate resource {r.resource_name!r} in request")
             seen.add((r.resource_type, r.resource_name))
+            _check_authorized(apis, request, r, Operation.DESCRIBE_CONFIGS)
             if r.resource_type == TOPIC:
                 result["configs"] = await loop.run_in_executor(
                     None,
@@ -148,7 +165,9 @@ def _alter_topic(apis: KafkaApis, topic: str, new_configs: dict[str, str], valid
         AdminZkClient(apis.zk).change_topic_config(topic, new_configs)
 
 
-async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) -> dict[str, Any]:
+async def _alter_each(
+    apis: KafkaApis, request: Request, body: Any, alter: Callable[[Any], None]
+) -> dict[str, Any]:
     """Run `alter(resource)` off the loop for each topic or broker resource; errors per resource.
 
     Kafka reads the resources into a map, so a resource named twice is altered once (the last
@@ -167,6 +186,7 @@ async def _alter_each(apis: KafkaApis, body: Any, alter: Callable[[Any], None]) 
         try:
             if r.resource_type not in (TOPIC, BROKER):
                 raise InvalidRequestException(f"Unsupported resource type {r.resource_type}")
+            _check_authorized(apis, request, r, Operation.ALTER_CONFIGS)
             await loop.run_in_executor(None, alter, r)
         except KafkaError as e:
             response["error_code"], response["error_message"] = e.code, e.message
@@ -183,7 +203,7 @@ async def handle_alter_configs(apis: KafkaApis, request: Request, body: Any) -> 
         else:
             _alter_topic(apis, r.resource_name, configs, body.validate_only)
 
-    return await _alter_each(apis, body, alter)
+    return await _alter_each(apis, request, body, alter)
 
 
 def _incremental(apis: KafkaApis, r: Any, validate_only: bool) -> None:
@@ -203,4 +223,4 @@ def _incremental(apis: KafkaApis, r: Any, validate_only: bool) -> None:
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def handle_incremental_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    return await _alter_each(apis, body, lambda r: _incremental(apis, r, body.validate_only))
+    return await _alter_each(apis, request, body, lambda r: _incremental(apis, r, body.validate_only))

@@ -1,5 +1,9 @@
 """The controller's requests to brokers: LeaderAndIsr, UpdateMetadata, StopReplica, and the
-broker's ControlledShutdown request to the controller."""
+broker's ControlledShutdown request to the controller.
+
+Only brokers send them: with an authorizer, the sender needs ClusterAction on the cluster (brokers
+authenticate as a super user or a principal granted it), else CLUSTER_AUTHORIZATION_FAILED.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,21 @@ import logging
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, NotControllerException
+from kafkapy.protocol.errors import ClusterAuthorizationException, KafkaError, NotControllerException
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import STALE_CONTROLLER_EPOCH, gather_configs
+from kafkapy.server.security.acl import Operation
 
 state_change_log = logging.getLogger("state.change.logger")
+_REFUSED = {"error_code": ClusterAuthorizationException.code}
 
 
 @handles(ApiKey.LEADER_AND_ISR)
 async def handle_leader_and_isr(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return _REFUSED
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
     configs = await gather_configs(loop, topics, apis.server._log_config_for)
@@ -74,6 +83,8 @@ def _update_group_coordinator(apis: KafkaApis, body: Any, response: dict[str, An
 
 @handles(ApiKey.UPDATE_METADATA)
 def handle_update_metadata(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return _REFUSED
     rm = apis.replica_manager
     if body.controller_epoch < rm.controller_epoch:
         state_change_log.warning(
@@ -96,6 +107,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[st
 
     gc = apis.server.group_coordinator
     tc = apis.server.transaction_coordinator
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return _REFUSED
     if body.controller_epoch >= apis.replica_manager.controller_epoch:
         # A stopped __consumer_offsets / __transaction_state replica no longer coordinates.
         for ts in body.topic_states:
@@ -110,6 +123,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[st
 
 @handles(ApiKey.CONTROLLED_SHUTDOWN)
 async def handle_controlled_shutdown(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return {**_REFUSED, "remaining_partitions": []}
     controller = apis.server.controller
     if controller is None or not controller.is_active():
         return {"error_code": NotControllerException.code, "remaining_partitions": []}

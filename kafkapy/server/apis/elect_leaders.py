@@ -16,17 +16,20 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     InvalidRequestException,
     KafkaError,
     NotControllerException,
     TimeoutException,
     error_code,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.controller.events import ElectionType
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 
 # How often the answer re-reads the metadata cache while it waits for the controller's
 # UpdateMetadata (one round trip to this broker, usually a few milliseconds).
@@ -44,6 +47,8 @@ async def handle_elect_leaders(apis: KafkaApis, request: Request, body: Any) -> 
     if raw_type not in ElectionType.__members__.values():
         return _whole_request(requested, InvalidRequestException(f"Unknown election type {raw_type}"))
     election_type = ElectionType(raw_type)
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        return _whole_request(requested, ClusterAuthorizationException())
     deadline = time.monotonic() + max(body.timeout_ms, 0) / 1000
     controller = apis.server.controller
     try:

@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException
+from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException, TopicAuthorizationException
+from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.partition import NO_LEADER_EPOCH
 from kafkapy.server.replica_manager import READ_COMMITTED
+from kafkapy.server.security.acl import Operation, ResourceType
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -78,6 +80,8 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[st
     from_consumer = body.replica_id == CONSUMER_REPLICA_ID
     isolation = body.isolation_level if request.header.api_version >= 2 else 0
     topics = []
+    # Describe on the topic, once per topic (Kafka's KafkaApis).
+    described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         parts = []
         for p in t.partitions:
@@ -88,6 +92,10 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[st
                 "offset": -1,
                 "leader_epoch": -1,
             }
+            if t.name not in described:
+                out["error_code"] = TopicAuthorizationException.code
+                parts.append(out)
+                continue
             try:
                 tp = TopicPartition(t.name, p.partition_index)
                 # current_leader_epoch is -1 (the codec's default) before v4: never fenced.

@@ -25,14 +25,17 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     KafkaStorageException,
     LogDirNotFoundException,
     ReplicaNotAvailableException,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 
@@ -95,6 +98,9 @@ def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
 
 @handles(ApiKey.DESCRIBE_LOG_DIRS)
 async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.DESCRIBE):
+        # Kafka 3.x: the top-level error (v3+); older versions just see no log dirs.
+        return {"throttle_time_ms": 0, "error_code": ClusterAuthorizationException.code, "results": []}
     log_manager = apis.server.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
@@ -132,6 +138,15 @@ async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body:
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
     offline = apis.replica_manager.offline_partitions
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        refused: dict[str, list[dict[str, int]]] = {}
+        for d in body.dirs:
+            for t in d.topics:
+                refused.setdefault(t.name, []).extend(
+                    {"partition_index": p, "error_code": ClusterAuthorizationException.code} for p in t.partitions
+                )
+        return {"throttle_time_ms": 0,
+                "results": [{"topic_name": name, "partitions": ps} for name, ps in refused.items()]}  # fmt: skip
 
     def alter_all() -> dict[str, list[dict[str, int]]]:
         # Off the loop: starting a move creates the future log's files (and may wait for a

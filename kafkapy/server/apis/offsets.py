@@ -4,6 +4,11 @@ Partitions of topics this broker's metadata does not know are answered
 UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, as Kafka's KafkaApis does. OffsetFetch
 v1 has no top-level error, so a coordinator error is repeated on every partition; v8+ batches
 groups, each with its own error.
+
+Authorization as Kafka's KafkaApis: OffsetCommit needs Read on the group (else every partition
+GROUP_AUTHORIZATION_FAILED) and Read on each topic (TOPIC_AUTHORIZATION_FAILED); OffsetFetch
+Describe on the group and on each named topic (a fetch of all committed offsets leaves out the
+topics it may not Describe); OffsetDelete Delete on the group and Read on each topic.
 """
 
 from __future__ import annotations
@@ -12,12 +17,19 @@ import time
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import CoordinatorNotAvailableException, UnknownTopicOrPartitionException
+from kafkapy.protocol.errors import (
+    CoordinatorNotAvailableException,
+    GroupAuthorizationException,
+    TopicAuthorizationException,
+    UnknownTopicOrPartitionException,
+)
+from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.groups import coordinator
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionException.code
@@ -58,9 +70,16 @@ async def handle_offset_commit(apis: KafkaApis, request: Request, body: Any) -> 
     order = [(t.name, [p.partition_index for p in t.partitions]) for t in body.topics]
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    if not authorize(apis, request, Operation.READ, ResourceType.GROUP, body.group_id):
+        codes = {(t, p): GroupAuthorizationException.code for t, parts in order for p in parts}
+        return {"throttle_time_ms": 0, "topics": _topics_response(order, codes)}
+    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t for t, _ in order))
     for t in body.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if t.name not in readable:
+                codes[tp] = TopicAuthorizationException.code
+                continue
             if not _known(apis, *tp):
                 codes[tp] = _UNKNOWN_TOPIC
                 continue
@@ -101,10 +120,22 @@ def _partition_entry(partition: int, om: OffsetAndMetadata | None, error: int = 
     }
 
 
-def _fetch_group(apis: KafkaApis, group_id: str, topics: Any) -> tuple[int, list[dict[str, Any]]]:
+def _fetch_group(
+    apis: KafkaApis, request: Request, group_id: str, topics: Any
+) -> tuple[int, list[dict[str, Any]]]:
     """(group error, topics) for one group; `topics=None` means every committed partition."""
     gc = coordinator(apis)
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        refused: dict[str, list[dict[str, Any]]] = {}
+        for t, p in wanted or []:
+            refused.setdefault(t, []).append(_partition_entry(p, None, GroupAuthorizationException.code))
+        return GroupAuthorizationException.code, [{"name": t, "partitions": ps} for t, ps in refused.items()]
+    unauthorized: list[tuple[str, int]] = []
+    if wanted is not None and apis.authorizer is not None:
+        described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in wanted))
+        unauthorized = [tp for tp in wanted if tp[0] not in described]
+        wanted = [tp for tp in wanted if tp[0] in described]
     if gc is None:
         code, offsets = _NOT_AVAILABLE, {}
     else:
@@ -114,8 +145,13 @@ def _fetch_group(apis: KafkaApis, group_id: str, topics: Any) -> tuple[int, list
         for t, p in wanted or []:
             by_topic.setdefault(t, []).append(_partition_entry(p, None, code))
     else:
+        if topics is None and apis.authorizer is not None:
+            described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in offsets))
+            offsets = {tp: om for tp, om in offsets.items() if tp[0] in described}
         for (t, p), om in offsets.items():
             by_topic.setdefault(t, []).append(_partition_entry(p, om))
+    for t, p in unauthorized:
+        by_topic.setdefault(t, []).append(_partition_entry(p, None, TopicAuthorizationException.code))
     return code, [{"name": t, "partitions": parts} for t, parts in by_topic.items()]
 
 
@@ -125,10 +161,10 @@ def handle_offset_fetch(apis: KafkaApis, request: Request, body: Any) -> dict[st
     if version >= 8:
         groups = []
         for g in body.groups:
-            code, topics = _fetch_group(apis, g.group_id, g.topics)
+            code, topics = _fetch_group(apis, request, g.group_id, g.topics)
             groups.append({"group_id": g.group_id, "topics": [] if code else topics, "error_code": code})
         return {"throttle_time_ms": 0, "groups": groups}
-    code, topics = _fetch_group(apis, body.group_id, body.topics)
+    code, topics = _fetch_group(apis, request, body.group_id, body.topics)
     if version >= 2 and code:
         topics = []  # v2+ has a top-level error: partitions are not repeated with it
     return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
@@ -142,9 +178,14 @@ async def handle_offset_delete(apis: KafkaApis, request: Request, body: Any) -> 
     order = [(t.name, [p.partition_index for p in t.partitions]) for t in body.topics]
     codes: dict[tuple[str, int], int] = {}
     wanted = []
+    if not authorize(apis, request, Operation.DELETE, ResourceType.GROUP, body.group_id):
+        return {"error_code": GroupAuthorizationException.code, "throttle_time_ms": 0, "topics": []}
+    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t for t, _ in order))
     for t, parts in order:
         for p in parts:
-            if _known(apis, t, p):
+            if t not in readable:
+                codes[(t, p)] = TopicAuthorizationException.code
+            elif _known(apis, t, p):
                 wanted.append((t, p))
             else:
                 codes[(t, p)] = _UNKNOWN_TOPIC

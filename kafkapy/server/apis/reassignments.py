@@ -14,10 +14,18 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, NotControllerException, TimeoutException, error_code
+from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
+    KafkaError,
+    NotControllerException,
+    TimeoutException,
+    error_code,
+)
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 
 T = TypeVar("T")
 
@@ -33,6 +41,8 @@ def _top_level(e: BaseException) -> dict[str, Any]:
 
 @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 async def handle_alter_partition_reassignments(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        return _top_level(ClusterAuthorizationException())
     controller = apis.server.controller
     if controller is None:
         return _top_level(NotControllerException("This is not the correct controller for this cluster."))
@@ -63,6 +73,8 @@ async def handle_alter_partition_reassignments(apis: KafkaApis, request: Request
 
 @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 async def handle_list_partition_reassignments(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.DESCRIBE):
+        return _top_level(ClusterAuthorizationException())
     controller = apis.server.controller
     if controller is None:
         return _top_level(NotControllerException("This is not the correct controller for this cluster."))

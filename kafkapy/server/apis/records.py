@@ -22,12 +22,15 @@ from kafkapy.protocol.errors import (
     OffsetOutOfRangeException,
     PolicyViolationException,
     TimeoutException,
+    TopicAuthorizationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
+from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.zk.topic_name import INTERNAL_TOPICS
 
 # DeleteRecords' "up to the high watermark" sentinel.
@@ -66,10 +69,14 @@ async def handle_delete_records(apis: KafkaApis, request: Request, body: Any) ->
     statuses: dict[TopicPartition, _Status] = {}
     order: list[tuple[str, list[int]]] = []
     cache = apis.metadata_cache
+    deletable = filter_authorized(apis, request, Operation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         order.append((t.name, [p.partition_index for p in t.partitions]))
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
+            if t.name not in deletable:
+                statuses[tp] = _Status(error_code=TopicAuthorizationException.code)
+                continue
             if not cache.contains_topic(t.name):
                 statuses[tp] = _Status(error_code=UnknownTopicOrPartitionException.code)
                 continue

@@ -5,6 +5,7 @@ The credentials live where kafkapy-configs and Kafka's ZooKeeper-era brokers kee
 an alteration applies to the next authentication. The client sends the salted password, never
 the password: the broker derives stored_key and server_key from it. ZooKeeper I/O runs off the
 loop. Per-user errors are values in the response, with Kafka's codes and wording.
+Describe needs Describe on the cluster, Alter needs Alter on it (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     DuplicateResourceException,
     ResourceNotFoundException,
     UnacceptableCredentialException,
     UnsupportedSaslMechanismException,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 from kafkapy.server.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -46,6 +50,10 @@ def _admin(apis: KafkaApis) -> Any:
 async def handle_describe_user_scram_credentials(
     apis: KafkaApis, request: Request, body: Any
 ) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.DESCRIBE):
+        code = ClusterAuthorizationException.code
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "results": []}
+
     def describe() -> list[dict[str, Any]]:
         admin = _admin(apis)
         wanted = [u.name for u in body.users] if body.users else None
@@ -95,6 +103,12 @@ def _user_error(user: str, code: int, message: str) -> dict[str, Any]:
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 async def handle_alter_user_scram_credentials(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+        code = ClusterAuthorizationException.code
+        return {"throttle_time_ms": 0,
+                "results": [{"user": u, "error_code": code, "error_message": None} for u in users]}  # fmt: skip
+
     def alter() -> list[dict[str, Any]]:
         admin = _admin(apis)
         errors: dict[str, tuple[int, str]] = {}

@@ -5,6 +5,11 @@ through producer_ids.py, FindCoordinator for transactions through groups.py.
 Handlers translate each version's wire shape to the TransactionCoordinator (or, for
 WriteTxnMarkers, to the partition leaders' marker writer) and back. PRODUCER_FENCED is
 answered as INVALID_PRODUCER_EPOCH to the versions before KIP-588 (Kafka's KafkaApis rule).
+
+Authorization as Kafka's KafkaApis: Write on the transactional id for 24-26 and 28
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Write on each added topic (TOPIC_AUTHORIZATION_FAILED,
+the rest OPERATION_NOT_ATTEMPTED), Read on the group for AddOffsetsToTxn / TxnOffsetCommit
+(GROUP_AUTHORIZATION_FAILED) and on each committed topic; ClusterAction for WriteTxnMarkers.
 """
 
 from __future__ import annotations
@@ -14,15 +19,21 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     CoordinatorNotAvailableException,
+    GroupAuthorizationException,
     InvalidProducerEpochException,
     OperationNotAttemptedException,
     ProducerFencedException,
+    TopicAuthorizationException,
+    TransactionalIdAuthorizationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.server.apis.auth_helper import authorize, authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.transaction.transaction_markers import TxnMarker, write_txn_markers
 
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
@@ -45,22 +56,35 @@ async def handle_add_partitions_to_txn(apis: KafkaApis, request: Request, body: 
     version = request.header.api_version
     topics = body.v3_and_below_topics
     wanted = {(t.name, p) for t in topics for p in t.partitions}
-    unknown = {tp for tp in wanted if apis.metadata_cache.partition_info(*tp) is None}
+    txn_id = body.v3_and_below_transactional_id
+    # Partitions answered with their own error; the others then get OPERATION_NOT_ATTEMPTED.
+    refused: dict[tuple[str, int], int] = {}
+    code = 0
     tc = txn_coordinator(apis)
-    if tc is None:
-        code = _NOT_AVAILABLE
-    elif unknown:
-        code = 0  # the others are answered OPERATION_NOT_ATTEMPTED, as Kafka does
+    if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        code = TransactionalIdAuthorizationException.code
     else:
-        code = await tc.add_partitions(
-            body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-            body.v3_and_below_producer_epoch, wanted,
-        )  # fmt: skip
-        code = fenced_for_version(code, version, 2)
+        writable = filter_authorized(apis, request, Operation.WRITE, ResourceType.TOPIC, (t for t, _ in wanted))
+        # Kafka answers unauthorized topics first; only without them the unknown ones.
+        refused = dict.fromkeys((tp for tp in wanted if tp[0] not in writable), TopicAuthorizationException.code)
+        if not refused:
+            refused = {
+                tp: UnknownTopicOrPartitionException.code
+                for tp in wanted
+                if apis.metadata_cache.partition_info(*tp) is None
+            }
+        # With refused partitions the coordinator is not asked (the rest: OPERATION_NOT_ATTEMPTED).
+        if not refused and tc is None:
+            code = _NOT_AVAILABLE
+        elif not refused:
+            code = await tc.add_partitions(
+                txn_id, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch, wanted
+            )
+            code = fenced_for_version(code, version, 2)
 
     def partition_code(tp: tuple[str, int]) -> int:
-        if unknown:
-            return UnknownTopicOrPartitionException.code if tp in unknown else OperationNotAttemptedException.code
+        if refused and not code:
+            return refused.get(tp, OperationNotAttemptedException.code)
         return code
 
     return {
@@ -79,6 +103,10 @@ async def handle_add_partitions_to_txn(apis: KafkaApis, request: Request, body: 
 
 @handles(ApiKey.ADD_OFFSETS_TO_TXN)
 async def handle_add_offsets_to_txn(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": TransactionalIdAuthorizationException.code}
+    if not authorize(apis, request, Operation.READ, ResourceType.GROUP, body.group_id):
+        return {"throttle_time_ms": 0, "error_code": GroupAuthorizationException.code}
     tc = txn_coordinator(apis)
     if tc is None:
         return {"throttle_time_ms": 0, "error_code": _NOT_AVAILABLE}
@@ -88,6 +116,8 @@ async def handle_add_offsets_to_txn(apis: KafkaApis, request: Request, body: Any
 
 @handles(ApiKey.END_TXN)
 async def handle_end_txn(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+    if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": TransactionalIdAuthorizationException.code}
     tc = txn_coordinator(apis)
     if tc is None:
         return {"throttle_time_ms": 0, "error_code": _NOT_AVAILABLE}
@@ -100,28 +130,35 @@ async def handle_write_txn_markers(apis: KafkaApis, request: Request, body: Any)
     """A coordinator's markers for partitions this broker leads (errors per partition)."""
     timeout_ms = int(apis.config.request_timeout_ms)
     gc = getattr(apis.server, "group_coordinator", None)
+    allowed = authorize_cluster(apis, request, Operation.CLUSTER_ACTION)
     results = []
     for m in body.markers:
+        if not allowed:
+            codes = {(t.name, p): ClusterAuthorizationException.code for t in m.topics for p in t.partition_indexes}
+            results.append(_marker_result(m, codes))
+            continue
         marker = TxnMarker(
             m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch,
             tuple((t.name, p) for t in m.topics for p in t.partition_indexes),
         )  # fmt: skip
         codes = await write_txn_markers(apis.replica_manager, gc, marker, timeout_ms)
-        results.append(
+        results.append(_marker_result(m, codes))
+    return {"markers": results}
+
+
+def _marker_result(m: Any, codes: dict[tuple[str, int], int]) -> dict[str, Any]:
+    return {
+        "producer_id": m.producer_id,
+        "topics": [
             {
-                "producer_id": m.producer_id,
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {"partition_index": p, "error_code": codes.get((t.name, p), 0)} for p in t.partition_indexes
-                        ],
-                    }
-                    for t in m.topics
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p, "error_code": codes.get((t.name, p), 0)} for p in t.partition_indexes
                 ],
             }
-        )
-    return {"markers": results}
+            for t in m.topics
+        ],
+    }
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT)
@@ -130,10 +167,21 @@ async def handle_txn_offset_commit(apis: KafkaApis, request: Request, body: Any)
     now = time.time_ns() // 1_000_000
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        whole = TransactionalIdAuthorizationException.code
+    elif not authorize(apis, request, Operation.READ, ResourceType.GROUP, body.group_id):
+        whole = GroupAuthorizationException.code
+    else:
+        whole = 0
+    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if apis.metadata_cache.partition_info(*tp) is None:
+            if whole:
+                codes[tp] = whole
+            elif t.name not in readable:
+                codes[tp] = TopicAuthorizationException.code
+            elif apis.metadata_cache.partition_info(*tp) is None:
                 codes[tp] = UnknownTopicOrPartitionException.code
                 continue
             offsets[tp] = OffsetAndMetadata(
