@@ -34,6 +34,7 @@ from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     OutOfOrderSequenceException,
     TimeoutException,
+    UnknownServerException,
     UnknownTopicOrPartitionException,
     for_code,
 )
@@ -259,7 +260,7 @@ class Sender(threading.Thread):
 
         def on_response(resp: Any, exc: BaseException | None) -> None:
             self._pid_in_flight = False
-            code = resp.error_code if resp is not None else -1
+            code = resp.error_code if resp is not None else UnknownServerException.code
             if exc is None and code == 0:
                 self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
                 self._next_sequence.clear()

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from kafkapy.protocol.errors import (
+    ControllerMovedException,
     KafkaError,
     KafkaStorageException,
     NotLeaderOrFollowerException,
@@ -47,7 +48,7 @@ from kafkapy.server.replication_quota import ReplicationQuotaManager
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
 
-STALE_CONTROLLER_EPOCH = 11
+STALE_CONTROLLER_EPOCH = ControllerMovedException.code
 CONSUMER_REPLICA_ID = -1
 
 

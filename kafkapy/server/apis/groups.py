@@ -20,6 +20,7 @@ from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
     InvalidRequestException,
     KafkaError,
+    TopicExistsException,
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
@@ -64,7 +65,7 @@ def _create_offsets_topic(apis: KafkaApis) -> None:
         )
         log.info("Created %s with replication factor %d", GROUP_METADATA_TOPIC_NAME, rf)
     except KafkaError as e:
-        if e.code != 36:  # TOPIC_ALREADY_EXISTS: another broker or request got there first
+        if e.code != TopicExistsException.code:  # another broker or request got there first
             raise
 
 

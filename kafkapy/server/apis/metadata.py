@@ -17,6 +17,7 @@ from kafkapy.protocol.errors import (
     InvalidTopicException,
     KafkaError,
     LeaderNotAvailableException,
+    TopicExistsException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
@@ -127,6 +128,6 @@ async def _auto_create(apis: KafkaApis, response: dict[str, Any], topics: list[s
             code = e.code
         except KafkaError as e:
             # TOPIC_ALREADY_EXISTS: another request raced us; the metadata is on its way.
-            code = LeaderNotAvailableException.code if e.code == 36 else e.code
+            code = LeaderNotAvailableException.code if e.code == TopicExistsException.code else e.code
         response["topics"].append(_error_topic(name, code))
     return response

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kafkapy.protocol.errors import (
     BrokerNotAvailableException,
     ControllerMovedException,
+    KafkaStorageException,
     StaleBrokerEpochException,
 )
 from kafkapy.server.controller import events as ev
@@ -21,7 +22,7 @@ from kafkapy.server.zk.cluster_znodes import generate_topic_id
 if TYPE_CHECKING:
     from kafkapy.server.controller.kafka_controller import KafkaController
 
-KAFKA_STORAGE_ERROR = 56
+KAFKA_STORAGE_ERROR = KafkaStorageException.code
 UNKNOWN_BROKER_EPOCH = -1
 
 

@@ -19,8 +19,17 @@ from typing import Any
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
     InvalidCommitOffsetSizeException,
+    InvalidFetchSizeException,
+    KafkaStorageException,
     NotCoordinatorException,
+    NotEnoughReplicasAfterAppendException,
+    NotEnoughReplicasException,
+    NotLeaderOrFollowerException,
+    RecordBatchTooLargeException,
+    RecordTooLargeException,
+    TimeoutException,
     UnknownServerException,
+    UnknownTopicOrPartitionException,
 )
 from kafkapy.protocol.record_batch import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
@@ -35,15 +44,15 @@ GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
 # How append errors on __consumer_offsets reach the members (GroupMetadataManager.storeGroup).
 _APPEND_ERROR_MAP = {
-    3: CoordinatorNotAvailableException.code,  # UNKNOWN_TOPIC_OR_PARTITION
-    19: CoordinatorNotAvailableException.code,  # NOT_ENOUGH_REPLICAS
-    20: CoordinatorNotAvailableException.code,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    7: CoordinatorNotAvailableException.code,  # REQUEST_TIMED_OUT
-    6: NotCoordinatorException.code,  # NOT_LEADER_OR_FOLLOWER
-    56: NotCoordinatorException.code,  # KAFKA_STORAGE_ERROR
-    10: InvalidCommitOffsetSizeException.code,  # MESSAGE_TOO_LARGE
-    18: InvalidCommitOffsetSizeException.code,  # RECORD_LIST_TOO_LARGE
-    4: InvalidCommitOffsetSizeException.code,  # INVALID_FETCH_SIZE
+    UnknownTopicOrPartitionException.code: CoordinatorNotAvailableException.code,
+    NotEnoughReplicasException.code: CoordinatorNotAvailableException.code,
+    NotEnoughReplicasAfterAppendException.code: CoordinatorNotAvailableException.code,
+    TimeoutException.code: CoordinatorNotAvailableException.code,
+    NotLeaderOrFollowerException.code: NotCoordinatorException.code,
+    KafkaStorageException.code: NotCoordinatorException.code,
+    RecordTooLargeException.code: InvalidCommitOffsetSizeException.code,
+    RecordBatchTooLargeException.code: InvalidCommitOffsetSizeException.code,
+    InvalidFetchSizeException.code: InvalidCommitOffsetSizeException.code,
 }
 
 

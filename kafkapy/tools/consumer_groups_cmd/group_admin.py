@@ -16,7 +16,7 @@ from typing import Any
 from kafkapy.client.admin import parse_bootstrap
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, TimeoutException, for_code
+from kafkapy.protocol.errors import KafkaError, TimeoutException, UnknownTopicOrPartitionException, for_code
 from kafkapy.server.coordinator.member_metadata import assigned_partitions
 
 # Versions whose shapes this module builds and reads (the broker may serve more).
@@ -251,7 +251,7 @@ class GroupAdmin:
     def partitions_of(self, topic: str) -> list[int]:
         md = self.metadata([topic])
         if topic not in md:
-            raise for_code(3, f"Topic '{topic}' does not exist")
+            raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist")
         return sorted(md[topic])
 
     def list_offsets(self, partitions: list[TP], timestamp: int) -> dict[TP, int]:
