@@ -20,6 +20,7 @@ from crc32c import crc32c
 
 from kafkapy.client.cluster import TopicPartition
 from kafkapy.protocol.compression import compress
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.protocol.record_batch import (
     ATTRIBUTES_OFFSET,
@@ -28,7 +29,6 @@ from kafkapy.protocol.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
-    NO_PARTITION_LEADER_EPOCH,
 )
 
 

@@ -15,11 +15,11 @@ import enum
 import struct
 from typing import NamedTuple
 
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
-    NO_PARTITION_LEADER_EPOCH,
     Attr,
     build_batch,
     compute_crc,

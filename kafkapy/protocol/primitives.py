@@ -12,6 +12,7 @@ import struct
 import uuid
 from typing import Final
 
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import ProtocolError
 
 INT8: Final = struct.Struct(">b")
@@ -22,7 +23,6 @@ UINT16: Final = struct.Struct(">H")
 UINT32: Final = struct.Struct(">I")
 FLOAT64: Final = struct.Struct(">d")
 
-ZERO_UUID: Final = uuid.UUID(int=0)
 _UINT32_MAX: Final = 0xFFFFFFFF
 
 # Lengths and tags below 128 are one byte: nearly every unsigned varint we write.

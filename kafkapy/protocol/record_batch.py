@@ -38,6 +38,12 @@ from typing import Final, NamedTuple
 
 from crc32c import crc32c
 
+from kafkapy.protocol.constants import (
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+)
 from kafkapy.protocol.errors import (
     CorruptRecordException,
     InvalidRecordException,
@@ -74,11 +80,6 @@ ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
 
 MAGIC_V2 = 2
-NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
 INT32_MAX = 2**31 - 1
 
 _I64 = struct.Struct(">q")

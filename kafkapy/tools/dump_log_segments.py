@@ -16,11 +16,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from kafkapy.protocol.compression import decode_batch_records
+from kafkapy.protocol.constants import NO_SEQUENCE, NO_TIMESTAMP
 from kafkapy.protocol.record_batch import (
     HEADER_SIZE,
     MIN_RECORD_OVERHEAD,
-    NO_SEQUENCE,
-    NO_TIMESTAMP,
     BatchHeader,
     CompressionType,
     Record,

@@ -29,8 +29,6 @@ from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
 
-ZERO_UUID = uuid.UUID(int=0)
-
 
 @dataclass(slots=True)
 class _Wanted:

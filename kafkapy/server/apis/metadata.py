@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import (
     InvalidTopicException,
     KafkaError,
@@ -28,7 +29,6 @@ from kafkapy.server.network.request_channel import Request
 log = logging.getLogger("kafkapy.server.KafkaApis")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import INVALID_OFFSET
 from kafkapy.protocol.errors import CoordinatorNotAvailableException, UnknownTopicOrPartitionException
 from kafkapy.server.apis.groups import coordinator
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
@@ -21,7 +22,6 @@ from kafkapy.server.network.request_channel import Request
 
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionException.code
-INVALID_OFFSET = -1
 NO_METADATA = ""
 
 

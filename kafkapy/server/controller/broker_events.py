@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafkapy.protocol.constants import UNKNOWN_BROKER_EPOCH
 from kafkapy.protocol.errors import (
     BrokerNotAvailableException,
     ControllerMovedException,
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from kafkapy.server.controller.kafka_controller import KafkaController
 
 KAFKA_STORAGE_ERROR = KafkaStorageException.code
-UNKNOWN_BROKER_EPOCH = -1
 
 
 def _watch_broker(c: KafkaController, broker_id: int) -> None:

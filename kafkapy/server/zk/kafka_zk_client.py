@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from kafkapy.protocol.constants import INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION
 from kafkapy.protocol.errors import ControllerMovedException
 from kafkapy.server.zk.admin_znodes import (
     IsrChangeNotificationSequenceZNode,
@@ -41,10 +42,6 @@ from kafkapy.server.zk.zk_data import PERSISTENT_ZK_PATHS
 from kafkapy.server.zk.zk_io import MATCH_ANY_VERSION
 
 log = logging.getLogger(__name__)
-
-# The epoch /controller_epoch starts at; the first controller makes it 1.
-INITIAL_CONTROLLER_EPOCH = 0
-INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
 
 __all__ = ["Assignment", "KafkaZkClient", "UpdateLeaderAndIsrResult"]
 

@@ -16,6 +16,7 @@ from typing import Any
 from kafkapy.client.admin import parse_bootstrap
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import KafkaError, TimeoutException, UnknownTopicOrPartitionException, for_code
 from kafkapy.server.coordinator.member_metadata import assigned_partitions
 
@@ -32,7 +33,7 @@ _VERSIONS = {
     ApiKey.LIST_OFFSETS: (1, 7),
 }
 _RETRIABLE_COORDINATOR = {14, 15, 16}  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
-EARLIEST, LATEST = -2, -1
+EARLIEST, LATEST = EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 TP = tuple[str, int]
 
 

@@ -17,6 +17,7 @@ from test_replica_manager_replication import leader_and_isr, replica_manager
 
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import (
     FencedLeaderEpochException,
     NotLeaderOrFollowerException,
@@ -24,12 +25,7 @@ from kafkapy.protocol.errors import (
     UnknownLeaderEpochException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.server.apis.list_offsets import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    handle_list_offsets,
-    offset_for,
-)
+from kafkapy.server.apis.list_offsets import handle_list_offsets, offset_for
 from kafkapy.server.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.topic_partition import TopicPartition

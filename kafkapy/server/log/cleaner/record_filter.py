@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkapy.protocol.compression import compress, decompress
+from kafkapy.protocol.constants import NO_TIMESTAMP
 from kafkapy.protocol.errors import CorruptRecordException, InvalidRecordException
 from kafkapy.protocol.record_batch import (
     _U32,
@@ -23,7 +24,6 @@ from kafkapy.protocol.record_batch import (
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
-    NO_TIMESTAMP,
     Attr,
     BatchHeader,
     CompressionType,
