@@ -23,12 +23,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer_coordinator import ConsumerCoordinator, RebalanceListener
 from kafkapy.client.group_offsets import GroupOffsets
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.network_client_utils import await_metadata, send_and_receive
 from kafkapy.client.records import ConsumerRecord, decode_record_set
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import (

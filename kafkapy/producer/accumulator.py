@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable, Container, Iterable
 from typing import Final
 
-from kafkapy.client.cluster import ClusterMetadata, TopicPartition
+from kafkapy.client.cluster import ClusterMetadata
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer.batch import FutureRecordMetadata, ProducerBatch
 from kafkapy.protocol.errors import RecordTooLargeException, TimeoutException
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from crc32c import crc32c
 
-from kafkapy.client.cluster import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.compression import compress
 from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import KafkaError, TimeoutException

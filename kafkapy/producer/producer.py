@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from kafkapy.client.cluster import ClusterMetadata, TopicPartition
+from kafkapy.client.cluster import ClusterMetadata
 from kafkapy.client.network_client import NetworkClient
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer.accumulator import RecordAccumulator
 from kafkapy.producer.batch import Callback, FailedFuture, FutureRecordMetadata, encoded_headers
 from kafkapy.producer.config import ProducerConfig

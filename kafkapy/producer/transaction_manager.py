@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafkapy.client.admin import parse_bootstrap
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     ConcurrentTransactionsException,

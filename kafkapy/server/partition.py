@@ -24,6 +24,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.constants import (
     NO_PARTITION_LEADER_EPOCH,
     UNDEFINED_EPOCH,
@@ -39,7 +40,6 @@ from kafkapy.protocol.errors import (
     UnknownLeaderEpochException,
 )
 from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
-from kafkapy.server.log.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kafkapy.server.log.log import Log

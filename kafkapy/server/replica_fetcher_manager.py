@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.replica_fetcher_thread import (
     BrokerEndPoint,
     FetcherConfig,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import (
     ControllerMovedException,
@@ -34,7 +35,6 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.protocol.file_region import FileRegion
 from kafkapy.server.isr_manager import IsrManager
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.partition import Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager

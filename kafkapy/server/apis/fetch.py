@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
@@ -24,7 +25,6 @@ from kafkapy.protocol.errors import (
     UnknownTopicOrPartitionException,
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import (
     CONSUMER_REPLICA_ID,
@@ -18,7 +19,6 @@ from kafkapy.protocol.constants import (
 )
 from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import READ_COMMITTED
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import DEBUGGING_REPLICA_ID
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 
 

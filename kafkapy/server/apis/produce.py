@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import produce as produce_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -21,7 +22,6 @@ from kafkapy.protocol.errors import (
     UnknownTopicOrPartitionException,
 )
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import ProduceResult
 from kafkapy.server.zk.topic_name import INTERNAL_TOPICS

@@ -13,10 +13,10 @@ from collections import defaultdict
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, NotControllerException, TimeoutException, error_code
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 
 T = TypeVar("T")

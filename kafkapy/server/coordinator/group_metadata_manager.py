@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
     InvalidCommitOffsetSizeException,
@@ -36,7 +37,6 @@ from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState, now_ms
 from kafkapy.server.coordinator.log_reader import CommittedRecordsReader
 from kafkapy.server.coordinator.member_metadata import MemberMetadata
-from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.coordinator.group.GroupMetadataManager")
 

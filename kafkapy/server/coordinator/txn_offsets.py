@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import InvalidProducerEpochException, ProducerFencedException
 from kafkapy.protocol.record_batch import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
@@ -21,7 +22,6 @@ from kafkapy.server.coordinator.group_metadata_manager import (
     GroupMetadataManager,
     map_append_error,
 )
-from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.coordinator.group.GroupCoordinator")
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.constants import INITIAL_PARTITION_EPOCH
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.zk._json import decode_json, encode_json
 from kafkapy.server.zk.cluster_znodes import BrokersZNode
 from kafkapy.server.zk.errors import ZkDataError

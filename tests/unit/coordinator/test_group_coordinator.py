@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kafka.codec import gzip_encode
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import (
     GroupNotEmptyException,
     GroupSubscribedToTopicException,
@@ -29,7 +30,6 @@ from kafkapy.server.coordinator.group_metadata import GroupState
 from kafkapy.server.coordinator.member_metadata import encode_assignment, encode_subscription
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replica_manager import ProduceResult
 
 TOPIC = "__consumer_offsets"

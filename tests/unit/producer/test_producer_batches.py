@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from kafkapy.client.cluster import BrokerNode, ClusterMetadata, PartitionMetadata, TopicPartition
+from kafkapy.client.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkapy.client.records import decode_record_set
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer.accumulator import BufferExhaustedError, RecordAccumulator
 from kafkapy.producer.batch import ProducerBatch, encoded_headers
 from kafkapy.protocol.record_batch import decode_records, read_header, validate_records
