@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kafkapy.common.java_hash import java_string_hash, kafka_abs
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
@@ -54,20 +55,6 @@ _APPEND_ERROR_MAP = {
     RecordBatchTooLargeException.code: InvalidCommitOffsetSizeException.code,
     InvalidFetchSizeException.code: InvalidCommitOffsetSizeException.code,
 }
-
-
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode: over UTF-16 code units, in 32-bit two's complement."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's Utils.abs: Math.abs, except Integer.MIN_VALUE (whose abs overflows) maps to 0."""
-    return 0 if n == -(1 << 31) else abs(n)
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:
