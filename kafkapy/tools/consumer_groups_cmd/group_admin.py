@@ -17,8 +17,8 @@ from kafkapy.client.admin import parse_bootstrap
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafkapy.protocol.consumer_protocol import assigned_partitions
 from kafkapy.protocol.errors import KafkaError, TimeoutException, UnknownTopicOrPartitionException, for_code
-from kafkapy.server.coordinator.member_metadata import assigned_partitions
 
 # Versions whose shapes this module builds and reads (the broker may serve more).
 _VERSIONS = {
