@@ -12,7 +12,8 @@ import time
 import pytest
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.protocol.record_batch import build_batch, decode_records, iter_batches, validate_records
+from kafkapy.protocol.record_batch import iter_batches, validate_records
+from kafkapy.protocol.record_codec import build_batch, decode_records
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_manager import LogManager
 

@@ -33,7 +33,7 @@ from kafkapy.protocol.errors import (
     UnknownServerException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState, now_ms
 from kafkapy.server.coordinator.log_reader import CommittedRecordsReader

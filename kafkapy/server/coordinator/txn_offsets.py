@@ -14,7 +14,7 @@ import logging
 
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import InvalidProducerEpochException, ProducerFencedException
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, now_ms
 from kafkapy.server.coordinator.group_metadata_manager import (

@@ -20,7 +20,7 @@ from kafkapy.protocol.errors import (
     CoordinatorLoadInProgressException,
     NotCoordinatorException,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator.group_metadata_manager import map_append_error, partition_for
 from kafkapy.server.coordinator.log_reader import read_log_records
 from kafkapy.server.transaction import transaction_log as txn_log

@@ -24,7 +24,8 @@ from kafkapy.protocol.errors import (
     RebalanceInProgressException,
     UnknownMemberIdException,
 )
-from kafkapy.protocol.record_batch import CRC_OFFSET, HEADER_SIZE, build_batch, compute_crc
+from kafkapy.protocol.record_batch import CRC_OFFSET, HEADER_SIZE, compute_crc
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 from kafkapy.server.coordinator.group_metadata import GroupState

@@ -10,9 +10,9 @@ from cleaner_helpers import all_records, clean_once, keyed, latest_by_key, make_
 from log_helpers import FakeClock, small_config
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.protocol.compression import compress_batch
 from kafkapy.protocol.errors import InvalidRecordException
 from kafkapy.protocol.record_batch import CompressionType
+from kafkapy.protocol.record_codec import compress_batch
 from kafkapy.server.log.cleaner.cleaner import CleanerStats
 from kafkapy.server.log.cleaner.cleaner_manager import LogCleanerManager
 from kafkapy.server.log.cleaner.segment_groups import group_segments_by_size

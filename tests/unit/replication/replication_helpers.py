@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.partition import Partition
 

@@ -19,7 +19,7 @@ from kafkapy.protocol.errors import (
     OffsetOutOfRangeException,
     UnsupportedVersionException,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.follower_rules import follower_high_watermark, follower_records, out_of_range_action
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
