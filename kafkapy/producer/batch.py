@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.protocol.record_codec import RecordBatchBuilder
 
@@ -77,9 +78,8 @@ class ProducerBatch(RecordBatchBuilder):
         if self.closed_size:
             return
         self.build(
-            compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
-            base_sequence=self.base_sequence, transactional=transactional,
-        )  # fmt: skip
+            compression, 0, NO_PARTITION_LEADER_EPOCH, producer_id, producer_epoch, self.base_sequence, transactional
+        )
         self.closed_size = len(self.buf)
 
     # -- completion (sender thread) -------------------------------------------------------------

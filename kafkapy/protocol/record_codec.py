@@ -177,21 +177,30 @@ class RecordBatchBuilder:
         self.count = count + 1
         return count
 
-    def build(self, **fields: Unpack[BatchFields]) -> bytearray:
-        """Compress the records section if asked, fill the header and its CRC; the batch."""
-        compression = fields.get("compression", CompressionType.NONE)
+    def build(
+        self,
+        compression: int = 0,
+        base_offset: int = 0,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        transactional: bool = False,
+        timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    ) -> bytearray:
+        """Compress the records section if asked, fill the header and its CRC; the batch.
+
+        The arguments are BatchFields' (plain parameters: the producer calls this per batch)."""
         if compression:
             records = compress(compression, memoryview(self.buf)[HEADER_SIZE:])
             self.buf = self.buf[:HEADER_SIZE] + records
         buf = self.buf
-        attributes = compression | (_TRANSACTIONAL if fields.get("transactional") else 0)
-        if fields.get("timestamp_type") == TimestampType.LOG_APPEND_TIME:
+        attributes = compression | (_TRANSACTIONAL if transactional else 0)
+        if timestamp_type == TimestampType.LOG_APPEND_TIME:
             attributes |= _LOG_APPEND_TIME
         HEADER.pack_into(
-            buf, 0, fields.get("base_offset", 0), len(buf) - LOG_OVERHEAD,
-            fields.get("partition_leader_epoch", NO_PARTITION_LEADER_EPOCH), MAGIC_V2, 0, attributes,
-            self.count - 1, self.base_ts, self.max_ts, fields.get("producer_id", NO_PRODUCER_ID),
-            fields.get("producer_epoch", NO_PRODUCER_EPOCH), fields.get("base_sequence", NO_SEQUENCE), self.count,
+            buf, 0, base_offset, len(buf) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0, attributes,
+            self.count - 1, self.base_ts, self.max_ts, producer_id, producer_epoch, base_sequence, self.count,
         )  # fmt: skip
         UINT32.pack_into(buf, CRC_OFFSET, compute_crc(memoryview(buf), 0, len(buf)))
         return buf
