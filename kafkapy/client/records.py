@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafkapy.protocol.compression import decompress
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import HEADER_SIZE, BatchHeader, compute_crc, iter_batches
@@ -27,7 +28,7 @@ class ConsumerRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[Header, ...] = ()
-    leader_epoch: int = -1
+    leader_epoch: int = NO_PARTITION_LEADER_EPOCH
 
 
 _new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__

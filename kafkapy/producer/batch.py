@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH, NO_SEQUENCE
 from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.protocol.record_codec import RecordBatchBuilder
 
@@ -46,7 +46,7 @@ class ProducerBatch(RecordBatchBuilder):
         self.created = created
         self.attempts = 0
         self.retry_at = 0.0
-        self.base_sequence = -1
+        self.base_sequence = NO_SEQUENCE
         self.done = threading.Event()
         self.base_offset = -1
         self.log_append_time = -1

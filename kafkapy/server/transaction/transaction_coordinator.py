@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Any
 
+from kafkapy.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kafkapy.protocol.errors import (
     ConcurrentTransactionsException,
     InvalidPidMappingException,
@@ -153,7 +154,11 @@ class TransactionCoordinator:
     # -- InitProducerId -------------------------------------------------------------------------
 
     async def init_producer_id(
-        self, transactional_id: str, txn_timeout_ms: int, producer_id: int = -1, producer_epoch: int = -1
+        self,
+        transactional_id: str,
+        txn_timeout_ms: int,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> tuple[int, int, int]:
         """(error code, producer id, producer epoch)."""
         if transactional_id == "":
