@@ -23,13 +23,14 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer_coordinator import ConsumerCoordinator, RebalanceListener
 from kafkapy.client.group_offsets import GroupOffsets
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.network_client_utils import await_metadata, send_and_receive
 from kafkapy.client.records import ConsumerRecord, decode_record_set
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
@@ -39,8 +40,9 @@ from kafkapy.protocol.errors import (
 
 FETCH_MAX_VERSION: Final = 12  # v13+ names topics by id
 LIST_OFFSETS_MAX_VERSION: Final = 7
-EARLIEST: Final = -2
-LATEST: Final = -1
+# ListOffsets' special timestamps under the short names callers (the Spark source) use.
+EARLIEST: Final = EARLIEST_TIMESTAMP
+LATEST: Final = LATEST_TIMESTAMP
 
 __all__ = ["ConsumerRecord", "SimpleConsumer", "TopicPartition"]
 

@@ -26,6 +26,7 @@ from kafkapy.producer.accumulator import RecordAccumulator
 from kafkapy.producer.batch import ProducerBatch
 from kafkapy.producer.config import ProducerConfig
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kafkapy.protocol.errors import (
     DuplicateSequenceException,
     KafkaError,
@@ -34,6 +35,7 @@ from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     OutOfOrderSequenceException,
     TimeoutException,
+    UnknownServerException,
     UnknownTopicOrPartitionException,
     for_code,
 )
@@ -83,11 +85,11 @@ class Sender(threading.Thread):
         self.fatal_error: BaseException | None = None
         self.idempotent = config.enable_idempotence
         self.guarantee_order = config.max_in_flight_requests_per_connection == 1 and not self.idempotent
-        self.producer_id = -1
+        self.producer_id = NO_PRODUCER_ID
         # A transactional producer's TransactionManager: it gets the producer id
         # (init_transactions) and adds partitions to the transaction before their first batch.
         self.transaction_manager: Any = None
-        self.producer_epoch = -1
+        self.producer_epoch = NO_PRODUCER_EPOCH
         self._pid_in_flight = False
         self._pid_retry_at = 0.0
         self._next_sequence: dict[Any, int] = {}
@@ -259,7 +261,7 @@ class Sender(threading.Thread):
 
         def on_response(resp: Any, exc: BaseException | None) -> None:
             self._pid_in_flight = False
-            code = resp.error_code if resp is not None else -1
+            code = resp.error_code if resp is not None else UnknownServerException.code
             if exc is None and code == 0:
                 self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
                 self._next_sequence.clear()

@@ -13,7 +13,7 @@ import keyword
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kafkapy.protocol.primitives import ZERO_UUID
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.schema import FACTORY, Field, Spec
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()

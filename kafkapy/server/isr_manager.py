@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.partition import Partition, now_ms
 from kafkapy.server.zk.topic_znodes import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartitionStateZNode
 from kafkapy.server.zk.topic_znodes import TopicPartition as ZkTopicPartition

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     KafkaError,
@@ -46,7 +47,6 @@ from kafkapy.server.follower_rules import (
     offset_truncation_state,
     out_of_range_action,
 )
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")

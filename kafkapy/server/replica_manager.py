@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn
 
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import (
+    ControllerMovedException,
     KafkaError,
     KafkaStorageException,
     NotLeaderOrFollowerException,
@@ -38,9 +41,8 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.protocol.file_region import FileRegion
 from kafkapy.server.isr_manager import IsrManager
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.log_dir_failure_handler import LogDirFailureHandler
-from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
+from kafkapy.server.partition import Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafkapy.server.replica_fetcher_thread import (
@@ -54,8 +56,7 @@ from kafkapy.server.replication_quota import ReplicationQuotaManager
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
 
-STALE_CONTROLLER_EPOCH = 11
-CONSUMER_REPLICA_ID = -1
+STALE_CONTROLLER_EPOCH = ControllerMovedException.code
 
 
 @dataclass(slots=True)
@@ -290,7 +291,7 @@ class ReplicaManager:
         self.fetcher_manager.shutdown_idle_fetcher_threads()
         return {"error_code": 0, "partition_errors": out}
 
-    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_LEADER_EPOCH) -> Partition:
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> Partition:
         """The partition if this broker leads it in the request's leader epoch (KIP-320).
 
         Partition.local_log_with_epoch inlined: the fetch path runs this for every partition,
@@ -504,7 +505,7 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
             return -1
-        if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_LEADER_EPOCH:
+        if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_PARTITION_LEADER_EPOCH:
             return -1
         the_log = partition.log
         if replica_id >= 0:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 
 UNBOUNDED = float(2**63 - 1)  # Kafka's default rate: Long.MaxValue
 ALL_REPLICAS = "*"

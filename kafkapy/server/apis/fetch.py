@@ -20,6 +20,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
@@ -31,13 +32,10 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
 from kafkapy.server.security.acl import Operation, ResourceType
-
-ZERO_UUID = uuid.UUID(int=0)
 
 
 @dataclass(slots=True)

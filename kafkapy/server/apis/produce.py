@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import produce as produce_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -31,7 +32,6 @@ from kafkapy.protocol.errors import (
 from kafkapy.protocol.record_batch import ATTRIBUTES_OFFSET, Attr
 from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import ProduceResult
 from kafkapy.server.security.acl import Operation, ResourceType

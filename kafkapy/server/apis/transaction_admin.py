@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
@@ -20,7 +21,6 @@ from kafkapy.protocol.errors import (
 from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.apis.transactions import txn_coordinator
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.transaction.transaction_state import TransactionMetadata, TransactionState, now_ms

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kafkapy.protocol.constants import EPOCH_DURING_DELETE, NO_EPOCH, ZERO_UUID
 from kafkapy.server.controller.controller_context import ControllerContext
 from kafkapy.server.controller.events import (
     ControllerEvent,
@@ -19,8 +20,6 @@ from kafkapy.server.controller.events import (
     TopicDeletionStopReplicaResponseReceived,
 )
 from kafkapy.server.controller.leader_and_isr import (
-    EPOCH_DURING_DELETE,
-    NO_EPOCH,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
     TopicPartition,
@@ -36,7 +35,6 @@ STOP_REPLICA_VERSION = 4
 UPDATE_METADATA_VERSION = 8
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-ZERO_UUID = uuid.UUID(int=0)
 
 # send(broker_id, api_key, version, body, callback(response) | None)
 SendFn = Callable[[int, int, int, dict[str, Any], Callable[[Any], None] | None], None]

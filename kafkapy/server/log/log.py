@@ -19,14 +19,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kafkapy.protocol.constants import NO_TIMESTAMP, UNDEFINED_EPOCH_OFFSET
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
-from kafkapy.protocol.record_batch import (
-    NO_TIMESTAMP,
-    set_base_offset,
-    set_log_append_time,
-    validate_records,
-)
+from kafkapy.protocol.record_batch import set_base_offset, set_log_append_time, validate_records
 from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.log.cleaner.record_filter import check_keys_for_compacted_topic
 from kafkapy.server.log.fetch_data_info import (
@@ -36,10 +32,7 @@ from kafkapy.server.log.fetch_data_info import (
     TimestampAndOffset,
 )
 from kafkapy.server.log.io_guard import io_failed, io_guarded
-from kafkapy.server.log.leader_epoch_cache import (
-    UNDEFINED_EPOCH_OFFSET,
-    OffsetAndEpoch,
-)
+from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.log_loader import (
