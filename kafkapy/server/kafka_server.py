@@ -23,6 +23,8 @@ from kafkapy.server.meta_properties import check_and_write_meta_properties
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
+from kafkapy.server.quota.client_quota_manager import QuotaWindow
+from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
 from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
 from kafkapy.server.zk_connection import ZooKeeperConnection
@@ -157,6 +159,7 @@ class KafkaServer:
         self.log_manager.moves.quota = self.quotas.alter_log_dirs
         await loop.run_in_executor(None, self._load_topic_throttles)
         self.dynamic_broker_config.add_listener(self._on_broker_reconfigured)
+        self.client_quotas = _client_quotas(self.config)
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
@@ -196,9 +199,12 @@ class KafkaServer:
         self.replica_manager.startup()  # isr-expiration and isr-change-propagation
 
         self.dynamic_config_manager = DynamicConfigManager(
-            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name)
+            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name),
+            lambda path: self.client_quotas.update_entity(self.zk.client, path),
         )
         await loop.run_in_executor(None, self.dynamic_config_manager.startup)
+        # After the change listener is in place, so no change falls between the two.
+        await loop.run_in_executor(None, self.client_quotas.load, zk)
 
         self.registration = BrokerRegistration(self.config, zk, self.broker_id, self.socket_server.bound)
         await loop.run_in_executor(None, self.registration.register)
@@ -400,3 +406,11 @@ def _executor(config: Any) -> Any:
 
 
 __all__ = ["BrokerState", "KafkaServer"]
+
+
+def _client_quotas(config: Any) -> ClientQuotas:
+    """The produce, fetch and request quota managers from quota.* (Kafka's QuotaFactory)."""
+    window = QuotaWindow(int(config.get("quota.window.num")), float(config.get("quota.window.size.seconds")))
+    return ClientQuotas(
+        QuotaSettings(window, float(config.get("quota.producer.default")), float(config.get("quota.consumer.default")))
+    )
