@@ -14,8 +14,11 @@ AlterConfigs (brokers); through --zookeeper it writes /config/<entity-type>/<nam
 /config/changes notification. Output lines are Kafka's. A bad command line or config prints
 Kafka's message on stderr and exits 1 with nothing changed; a failure the broker reports prints
 "Error while executing config command with args '...'" and the error, as Kafka does.
-Not in kafkapy: broker-loggers, <user, client> pairs, SCRAM credentials, client quotas through
---bootstrap-server (kafkapy serves no DescribeClientQuotas/AlterClientQuotas).
+Client quotas (users, clients, or a user's client id: `--entity-type users --entity-name u
+--entity-type clients --entity-name c`) go through DescribeClientQuotas / AlterClientQuotas with
+--bootstrap-server, as Kafka 2.6+ does, and through /config/users and /config/clients with
+--zookeeper. Not in kafkapy: broker-loggers, SCRAM credentials through this tool (use
+AlterUserScramCredentials), ips.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def command(
             client=client, user=user,
         )
         options = check_args(alter, describe, bootstrap_server, zookeeper, types, names, default, add_config,
-                             delete_config, describe_all)
+                             delete_config, describe_all, _name_order(_ARGS))
         if not logging.getLogger().handlers:
             # kazoo logs connection trouble; without a handler Python would print it to stderr.
             logging.getLogger().addHandler(logging.NullHandler())
@@ -135,6 +138,26 @@ def command(
 
 
 _ARGS: list[str] = []  # the command line, for Kafka's "Error while executing" line
+
+
+def _name_order(args: list[str]) -> list[bool] | None:
+    """Where --entity-name (True) and --entity-default (False) stood, so a user's and a client's
+    names pair with their --entity-type options as in Kafka; None without a command line."""
+    if not args:
+        return None
+    order: list[bool] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--entity-name":
+            order.append(True)
+            skip = True
+        elif arg.startswith("--entity-name="):
+            order.append(True)
+        elif arg == "--entity-default":
+            order.append(False)
+    return order
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -14,6 +14,7 @@ KAFKAPY_QUOTA_LONG=1 (marked slow); both are rates Kafka's own broker would give
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
 
 from kafkapy.testing import KafkapyCluster
 
@@ -151,6 +153,115 @@ def test_consumer_byte_rate_holds_a_consumer(kafkapy_cluster: KafkapyCluster) ->
     print(f"consumer held to {rate / MB:.3f} MB/s over {seconds:.0f} s; {len(throttles)} throttles reported")
     assert 0.85 * MB <= rate <= 1.15 * MB, rate / MB
     assert throttles and max(throttles) > 0
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.kafkapy_cluster(brokers=1)
+def test_quotas_change_live_through_kafkapy_configs(kafkapy_cluster: KafkapyCluster) -> None:
+    """A <default> user quota, then a stricter client quota for the same producer (KIP-55: the
+    user's wins while it exists), then none: each takes effect on the running broker."""
+    boot = kafkapy_cluster.bootstrap_servers
+    create_topic(boot, "quota-live")
+    run = ProduceRun(boot, "live-producer")
+    try:
+        run.run("quota-live", 2)
+        assert not run.throttles, "throttled before any quota exists"
+        configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", "live-producer",
+                "--add-config", "producer_byte_rate=65536")
+
+        def throttled_again(seconds: float = 2) -> bool:
+            seen = len(run.throttles)
+            run.run("quota-live", seconds)
+            return len(run.throttles) > seen and max(run.throttles[seen:]) > 0
+
+        wait_until(throttled_again, "the client quota to throttle the producer")
+        configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", "live-producer",
+                "--delete-config", "producer_byte_rate")
+        # Once the change is seen no request is throttled any more.
+        wait_until(lambda: not throttled_again(3), "the deleted quota to stop throttling", timeout=90)
+    finally:
+        run.close()
+
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.kafkapy_cluster(brokers=1)
+def test_kafkapy_configs_sets_and_describes_quotas_through_both_paths(
+    kafkapy_cluster: KafkapyCluster, zk: KazooClient
+) -> None:
+    boot, zkc = kafkapy_cluster.bootstrap_servers, kafkapy_cluster.zookeeper_connect
+    # --bootstrap-server: AlterClientQuotas, Kafka's lines; the znodes are Kafka's.
+    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "alice",
+                   "--entity-type", "clients", "--entity-name", "app-1",
+                   "--add-config", "producer_byte_rate=1048576,request_percentage=50") == [
+        "Completed updating config for user alice."]
+    assert json.loads(zk.get("/config/users/alice/clients/app-1")[0]) == {
+        "version": 1, "config": {"producer_byte_rate": "1048576", "request_percentage": "50.0"}}
+    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-default",
+                   "--add-config", "consumer_byte_rate=20000") == [
+        "Completed updating default config for clients in the cluster."]
+    assert json.loads(zk.get("/config/clients/<default>")[0])["config"] == {"consumer_byte_rate": "20000"}
+    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-name", "alice",
+                   "--entity-type", "clients", "--entity-name", "app-1") == [
+        "Quota configs for user-principal 'alice', client-id 'app-1' are producer_byte_rate=1048576.0, "
+        "request_percentage=50.0"]
+    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "clients", "--entity-default") == [
+        "Quota configs for the default client-id are consumer_byte_rate=20000.0"]
+    # Without a name: every client id entity with a name (match type "any specified name").
+    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "clients") == []
+    # --zookeeper: the same entities, Kafka's ZooKeeper-path lines.
+    assert configs("--zookeeper", zkc, "--alter", "--entity-type", "users", "--entity-name", "alice",
+                   "--entity-type", "clients", "--entity-name", "app-1", "--delete-config", "request_percentage") == [
+        "Completed updating config for entity: user-principal 'alice', client-id 'app-1'."]
+    assert configs("--zookeeper", zkc, "--describe", "--entity-type", "users", "--entity-name", "alice",
+                   "--entity-type", "clients") == [
+        "Configs for user-principal 'alice', client-id 'app-1' are producer_byte_rate=1048576"]
+    assert configs("--zookeeper", zkc, "--alter", "--entity-type", "users", "--entity-default",
+                   "--add-config", "producer_byte_rate=4096") == [
+        "Completed updating config for entity: default user-principal."]
+    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-default") == [
+        "Quota configs for the default user-principal are producer_byte_rate=4096.0"]
+    # Refusals: Kafka's messages, nothing written.
+    bad = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", "--bootstrap-server", boot, "--alter",
+                          "--entity-type", "clients", "--entity-name", "c", "--add-config", "retention.ms=1"],
+                         capture_output=True, text=True, timeout=90, check=False)
+    assert bad.returncode == 1
+    assert "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected config names: " \
+           "retention.ms" in bad.stderr
+    assert not zk.exists("/config/clients/c")
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.kafkapy_cluster(brokers=1)
+def test_alter_and_describe_client_quotas_through_the_admin_api(
+    kafkapy_cluster: KafkapyCluster, zk: KazooClient
+) -> None:
+    """Neither confluent-kafka nor kafka-python exposes KIP-546: kafkapy's admin client speaks it."""
+    from kafkapy.client.admin import AdminClient as KafkapyAdmin
+    from kafkapy.client.client_quotas import FilterComponent, alter_client_quotas, describe_client_quotas
+    from kafkapy.protocol.errors import InvalidRequestException
+
+    admin = KafkapyAdmin(kafkapy_cluster.bootstrap_servers)
+    try:
+        # validate_only checks and writes nothing.
+        alter_client_quotas(admin, {"user": "bob"}, {"consumer_byte_rate": 1000.0}, validate_only=True)
+        assert not zk.exists("/config/users/bob")
+        alter_client_quotas(admin, {"user": "bob"}, {"consumer_byte_rate": 1000.0})
+        alter_client_quotas(admin, {"user": "bob", "client-id": None}, {"producer_byte_rate": 2000.0})
+        assert describe_client_quotas(admin, [FilterComponent.of_entity("user", "bob")]) == [
+            ({"user": "bob"}, {"consumer_byte_rate": 1000.0}),
+            ({"user": "bob", "client-id": None}, {"producer_byte_rate": 2000.0}),
+        ]
+        assert describe_client_quotas(admin, [FilterComponent.of_entity("user", "bob")], strict=True) == [
+            ({"user": "bob"}, {"consumer_byte_rate": 1000.0})]
+        with pytest.raises(InvalidRequestException, match="Invalid configuration key nonsense"):
+            alter_client_quotas(admin, {"user": "bob"}, {"nonsense": 1.0})
+        with pytest.raises(InvalidRequestException, match="must be a Long value"):
+            alter_client_quotas(admin, {"client-id": "x"}, {"producer_byte_rate": 1.5})
+        alter_client_quotas(admin, {"user": "bob"}, {"consumer_byte_rate": None})
+        assert describe_client_quotas(admin, [FilterComponent.of_entity("user", "bob")], strict=True) == []
+    finally:
+        admin.close()
 
 
 if LONG:

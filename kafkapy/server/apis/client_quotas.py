@@ -90,12 +90,18 @@ def matches(entity: QuotaEntity, components: Sequence[FilterComponent], strict: 
     return not strict or set(parts) <= {c.entity_type for c in components}
 
 
+def _order(item: tuple[QuotaEntity, Mapping[str, float]]) -> tuple[bool, str, bool, str]:
+    """Users before their clients, names in order."""
+    entity = item[0]
+    return (entity.user is not None, entity.user or "", entity.client_id is not None, entity.client_id or "")
+
+
 def describe_entries(
     quotas: Mapping[QuotaEntity, Mapping[str, float]], components: Sequence[FilterComponent], strict: bool
 ) -> list[dict[str, Any]]:
     _check_components(components)
     entries = []
-    for entity, values in sorted(quotas.items(), key=lambda kv: (str(kv[0].user), str(kv[0].client_id))):
+    for entity, values in sorted(quotas.items(), key=_order):
         if values and matches(entity, components, strict):
             entries.append({
                 "entity": [{"entity_type": t, "entity_name": n} for t, n in _entity_parts(entity).items()],

@@ -12,7 +12,7 @@ DEFAULT_ENTITY = "<default>"  # Kafka's ConfigEntityName.Default
 BROKER_LOGGERS = "broker-loggers"
 ZK_ENTITY_TYPES = ConfigType.ALL  # topics, clients, users, brokers
 BOOTSTRAP_ENTITY_TYPES = (*ConfigType.ALL, BROKER_LOGGERS)
-# Kafka's DynamicConfig.Client / .User quota configs (SCRAM credentials are not kept by kafkapy).
+# Kafka's DynamicConfig.Client / .User quota configs.
 CLIENT_QUOTA_CONFIGS = frozenset({
     "producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate",
 })  # fmt: skip
@@ -37,17 +37,21 @@ class Entity:
 
     entity_type: str
     name: str | None
+    # A user's client (--entity-type users ... --entity-type clients ...): Kafka's ConfigEntity child.
+    child: Entity | None = None
 
     def __str__(self) -> str:
-        """Kafka's ConfigCommand.Entity.toString (the --zookeeper output)."""
+        """Kafka's ConfigCommand.Entity / ConfigEntity.toString (the --zookeeper output)."""
         type_name = {"users": "user-principal", "clients": "client-id", "topics": "topic"}.get(
             self.entity_type, self.entity_type
         )
         if self.name is None:
-            return type_name
-        if self.name == DEFAULT_ENTITY:
-            return f"default {type_name}"
-        return f"{type_name} '{self.name}'"
+            text = type_name
+        elif self.name == DEFAULT_ENTITY:
+            text = f"default {type_name}"
+        else:
+            text = f"{type_name} '{self.name}'"
+        return text if self.child is None else f"{text}, {self.child}"
 
     @property
     def singular(self) -> str:
@@ -65,6 +69,8 @@ class Options:
     to_add: dict[str, str]
     to_delete: list[str]
     describe_all: bool
+    # The first --entity-type and its name as given (Kafka's "Completed updating config for ...").
+    first_entity: Entity | None = None
 
 
 def parse_configs_to_add(text: str | None) -> dict[str, str]:
@@ -106,12 +112,38 @@ def resolve_entity(
     return types, names, entity_default
 
 
+def ordered_names(names: list[str], entity_default: bool, order: list[bool] | None = None) -> list[str]:
+    """The entity names in command-line order, DEFAULT_ENTITY where --entity-default stood (Kafka
+    pairs them with the --entity-type options in order). `order`: True for each --entity-name,
+    False for --entity-default, as they appeared; without it the default comes last."""
+    if order is None or order.count(True) != len(names):
+        return [*names, DEFAULT_ENTITY] if entity_default else list(names)
+    given = iter(names)
+    return [next(given) if is_name else DEFAULT_ENTITY for is_name in order]
+
+
+def _quota_entity(types: list[str], names: list[str], alter: bool) -> Entity:
+    """A user, a client id, or a user's client id (users first, as Kafka's parseQuotaEntity)."""
+    if alter and len(types) != len(names):
+        raise CommandError("--entity-name or --entity-default must be specified with each --entity-type for --alter")
+    if len(names) > len(types):
+        raise CommandError("More entity names specified than entity types")
+    named = list(zip(types, [*names, *([None] * (len(types) - len(names)))], strict=True))
+    if len(named) == 2 and named[0][0] == "clients":
+        named.reverse()
+    root = Entity(named[0][0], named[0][1])
+    if len(named) == 2:
+        return Entity(root.entity_type, root.name, Entity(named[1][0], named[1][1]))
+    return root
+
+
 def check_args(
     alter: bool, describe: bool, bootstrap_server: str | None, zookeeper: str | None,
     types: list[str], names: list[str], entity_default: bool,
     add_config: str | None, delete_config: tuple[str, ...], describe_all: bool,
+    name_order: list[bool] | None = None,
 ) -> Options:
-    """Kafka 2.8's ConfigCommandOptions.checkArgs, for one entity (no <user, client> pairs)."""
+    """Kafka 2.8's ConfigCommandOptions.checkArgs: one entity, or a user and a client id together."""
     if int(alter) + int(describe) != 1:
         raise CommandError("Command must include exactly one action: --describe, --alter")
     if bool(bootstrap_server) == bool(zookeeper):
@@ -125,7 +157,23 @@ def check_args(
             )
     if not types:
         raise CommandError("At least one entity type must be specified")
-    if len(types) > 1 or len(names) > 1 or (names and entity_default):
+    if len(types) != len(set(types)):
+        raise CommandError(f"Duplicate entity type(s) specified: {','.join(sorted({t for t in types if types.count(t) > 1}))}")
+    if len(types) > 1 and set(types) != {"users", "clients"}:
+        raise CommandError("Only 'users' and 'clients' entity types may be specified together")
+    if types[0] in ("users", "clients"):
+        names = ordered_names(names, entity_default, name_order)
+        if alter and not names:
+            raise CommandError("an entity-name or default entity must be specified with --alter of users, clients "
+                               "or brokers")
+        if alter and not add_config and not delete_config:
+            raise CommandError("At least one of --add-config or --delete-config must be specified with --alter")
+        return Options(
+            "alter" if alter else "describe", _quota_entity(types, names, alter), bool(zookeeper),
+            parse_configs_to_add(add_config), parse_configs_to_delete(delete_config), describe_all,
+            Entity(types[0], names[0] if names else None),
+        )  # fmt: skip
+    if len(names) > 1 or (names and entity_default):
         raise CommandError("kafkapy-configs takes one entity: one --entity-type with one --entity-name "
                            "or --entity-default")
     entity_type = types[0]
