@@ -264,6 +264,44 @@ def test_alter_and_describe_client_quotas_through_the_admin_api(
         admin.close()
 
 
+
+def _metadata_until_throttled(conn: Any, version: int, limit: int = 2000) -> tuple[int, float]:
+    """Metadata requests until one is throttled: its throttle time and how long it took."""
+    for _ in range(limit):
+        started = time.monotonic()
+        answer = conn.send(3, version, {"topics": None, "allow_auto_topic_creation": False})
+        if answer.throttle_time_ms:
+            return answer.throttle_time_ms, time.monotonic() - started
+    raise AssertionError(f"no Metadata v{version} request throttled in {limit}")
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.kafkapy_cluster(brokers=1)
+def test_request_percentage_throttles_kip219_clients_after_the_answer_and_older_ones_before(
+    kafkapy_cluster: KafkapyCluster,
+) -> None:
+    """request_percentage counts the time requests keep the broker's loop busy. A throttled
+    Metadata v9 answer comes at once and the connection is then muted (the next answer waits);
+    a throttled v5 answer (before KIP-219) is itself held for the throttle time."""
+    from kafkapy.client.connection import BrokerConnection
+
+    boot = kafkapy_cluster.bootstrap_servers
+    configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", "busy",
+            "--add-config", "request_percentage=0.01")
+    host, port = boot.split(":")
+    conn = BrokerConnection(host, int(port), client_id="busy")
+    try:
+        throttle_ms = wait_until(lambda: _metadata_until_throttled(conn, 9), "a throttled Metadata v9")[0]
+        assert 0 < throttle_ms <= 1000  # a request quota throttles for one window at most
+        started = time.monotonic()
+        conn.send(3, 9, {"topics": None, "allow_auto_topic_creation": False})
+        assert time.monotonic() - started >= throttle_ms / 1000 * 0.8, "the connection was not muted"
+        throttle_ms, took = _metadata_until_throttled(conn, 5)
+        assert took >= throttle_ms / 1000 * 0.8, "the v5 answer was not held"
+    finally:
+        conn.close()
+
+
 if LONG:
     test_producer_byte_rate_holds_a_producer_and_is_reported = pytest.mark.slow(
         test_producer_byte_rate_holds_a_producer_and_is_reported
