@@ -103,9 +103,11 @@ def _respond(
 ) -> bytearray:
     header = request.header
     throttle_ms = 0
+    # Two attribute checks when no quota applies: this runs for every produce answer.
     if apis.client_quotas.produce.enabled:
         throttle_ms = _bandwidth_throttle_ms(apis, request, request_size)
-    throttle_ms = max(throttle_ms, apis.request_throttle_time_ms(request))
+    if request.loop_start_ns or request.loop_ns:
+        throttle_ms = max(throttle_ms, apis.request_throttle_time_ms(request))
     if throttle_ms:
         apis.throttle(request, throttle_ms)
     topics: list[tuple[str, list[tuple[Any, ...]]]] = []

@@ -307,7 +307,10 @@ class Processor(asyncio.BufferedProtocol):
             self.close()
             return
         if result is None or type(result) in _READY:
-            self._answer(request, result)
+            if request.throttle_time_ms:
+                self._answer(request, result)
+            else:
+                self.send_response(result)
         elif isinstance(result, Awaitable):
             self._muted = True
             server.request_channel.acquire()
