@@ -19,11 +19,14 @@ small cache of resolved (user, client id) -> match that a swap discards.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 
 from kafkapy.server.quota.quota_entity import QuotaEntity, QuotaMatch, QuotaType, resolve
 from kafkapy.server.replication_quota import Rate, ReplicationQuotaConfig
+
+log = logging.getLogger("kafkapy.server.ClientQuotaManager")
 
 # Kafka's Long.MaxValue default of quota.producer.default / quota.consumer.default: no static quota.
 UNBOUNDED_STATIC = float(2**63 - 1)
@@ -112,6 +115,11 @@ class ClientQuotaManager:
         throttle = throttle_time_ms(rate, match.limit, sensor.rate.window_size(now))
         if self._max_throttle_ms is not None:
             throttle = min(throttle, self._max_throttle_ms)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "Quota violated for sensor (%s:%s:%s), metric-value: (%s), bound: (%s), delay time: (%d)",
+                self.quota_type.name.capitalize(), match.user_tag, match.client_tag, rate, match.limit, throttle,
+            )
         return throttle
 
     def unrecord(self, user: str, client_id: str, value: float, now: float | None = None) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafkapy.server.quota.client_quota_manager import UNBOUNDED_STATIC, ClientQuotaManager, QuotaWindow
-from kafkapy.server.quota.quota_entity import QuotaEntity, QuotaType, entity_from_path, quota_values
+from kafkapy.server.quota.quota_entity import DEFAULT, QuotaEntity, QuotaType, entity_from_path, quota_values
 from kafkapy.server.quota.quota_znodes import QuotaConfigSource, read_all_quotas, read_entity
 
 log = logging.getLogger("kafkapy.server.ClientQuotaManager")
@@ -66,6 +66,7 @@ class ClientQuotas:
             return
         values = quota_values(read_entity(zk, entity))
         with self._lock:
+            _log_changes(entity, self._quotas.get(entity, {}), values)
             quotas = dict(self._quotas)
             if values:
                 quotas[entity] = values
@@ -77,3 +78,20 @@ class ClientQuotas:
         self._quotas = quotas
         for manager in self.managers:
             manager.update(quotas)
+
+
+_QUOTA_NAMES = {QuotaType.PRODUCE.value: "Produce", QuotaType.FETCH.value: "Fetch", QuotaType.REQUEST.value: "Request"}
+
+
+def _log_changes(entity: QuotaEntity, old: Mapping[str, float], new: Mapping[str, float]) -> None:
+    """Kafka's ClientQuotaManager.updateQuota lines."""
+    user = "" if entity.user is None else ("default user " if entity.user == DEFAULT else f"user {entity.user} ")
+    client = "" if entity.client_id is None else (
+        "default client-id" if entity.client_id == DEFAULT else f"client-id {entity.client_id}"
+    )
+    who = f"{user}{client}".strip()
+    for key, name in _QUOTA_NAMES.items():
+        if key in new and new[key] != old.get(key):
+            log.info("Changing %s quota for %s to %s", name, who, new[key])
+        elif key in old and key not in new:
+            log.info("Removing %s quota for %s", name, who)
