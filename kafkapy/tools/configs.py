@@ -33,7 +33,7 @@ from kafkapy.client.admin import AdminClient
 from kafkapy.protocol.errors import InvalidConfigurationException, KafkaError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.command_line import run_command
-from kafkapy.tools.configs_cmd import admin_actions, zk_actions
+from kafkapy.tools.configs_cmd import admin_actions, quota_options, zk_actions
 from kafkapy.tools.configs_cmd.options import CommandError, Options, check_args, resolve_entity
 
 PROG = "kafkapy-configs"
@@ -123,7 +123,7 @@ def command(
             client=client, user=user,
         )
         options = check_args(alter, describe, bootstrap_server, zookeeper, types, names, default, add_config,
-                             delete_config, describe_all, _name_order(_ARGS))
+                             delete_config, describe_all)
         if not logging.getLogger().handlers:
             # kazoo logs connection trouble; without a handler Python would print it to stderr.
             logging.getLogger().addHandler(logging.NullHandler())
@@ -140,28 +140,9 @@ def command(
 _ARGS: list[str] = []  # the command line, for Kafka's "Error while executing" line
 
 
-def _name_order(args: list[str]) -> list[bool] | None:
-    """Where --entity-name (True) and --entity-default (False) stood, so a user's and a client's
-    names pair with their --entity-type options as in Kafka; None without a command line."""
-    if not args:
-        return None
-    order: list[bool] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--entity-name":
-            order.append(True)
-            skip = True
-        elif arg.startswith("--entity-name="):
-            order.append(True)
-        elif arg == "--entity-default":
-            order.append(False)
-    return order
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     _ARGS[:] = list(sys.argv[1:] if argv is None else argv)
+    quota_options.COMMAND_LINE[:] = _ARGS
     run_command(command, PROG, argv, usage_if_no_args=True, purpose=_PURPOSE)
 
 

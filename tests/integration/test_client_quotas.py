@@ -221,6 +221,11 @@ def test_kafkapy_configs_sets_and_describes_quotas_through_both_paths(
         "Completed updating config for entity: default user-principal."]
     assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-default") == [
         "Quota configs for the default user-principal are producer_byte_rate=4096.0"]
+    # Names pair with the entity types in command-line order, --entity-default included.
+    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-default",
+                   "--entity-type", "clients", "--entity-name", "app-2", "--add-config", "consumer_byte_rate=8192") == [
+        "Completed updating default config for users in the cluster."]
+    assert json.loads(zk.get("/config/users/<default>/clients/app-2")[0])["config"] == {"consumer_byte_rate": "8192"}
     # Refusals: Kafka's messages, nothing written.
     bad = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", "--bootstrap-server", boot, "--alter",
                           "--entity-type", "clients", "--entity-name", "c", "--add-config", "retention.ms=1"],

@@ -112,38 +112,12 @@ def resolve_entity(
     return types, names, entity_default
 
 
-def ordered_names(names: list[str], entity_default: bool, order: list[bool] | None = None) -> list[str]:
-    """The entity names in command-line order, DEFAULT_ENTITY where --entity-default stood (Kafka
-    pairs them with the --entity-type options in order). `order`: True for each --entity-name,
-    False for --entity-default, as they appeared; without it the default comes last."""
-    if order is None or order.count(True) != len(names):
-        return [*names, DEFAULT_ENTITY] if entity_default else list(names)
-    given = iter(names)
-    return [next(given) if is_name else DEFAULT_ENTITY for is_name in order]
-
-
-def _quota_entity(types: list[str], names: list[str], alter: bool) -> Entity:
-    """A user, a client id, or a user's client id (users first, as Kafka's parseQuotaEntity)."""
-    if alter and len(types) != len(names):
-        raise CommandError("--entity-name or --entity-default must be specified with each --entity-type for --alter")
-    if len(names) > len(types):
-        raise CommandError("More entity names specified than entity types")
-    named = list(zip(types, [*names, *([None] * (len(types) - len(names)))], strict=True))
-    if len(named) == 2 and named[0][0] == "clients":
-        named.reverse()
-    root = Entity(named[0][0], named[0][1])
-    if len(named) == 2:
-        return Entity(root.entity_type, root.name, Entity(named[1][0], named[1][1]))
-    return root
-
-
 def check_args(
     alter: bool, describe: bool, bootstrap_server: str | None, zookeeper: str | None,
     types: list[str], names: list[str], entity_default: bool,
     add_config: str | None, delete_config: tuple[str, ...], describe_all: bool,
-    name_order: list[bool] | None = None,
 ) -> Options:
-    """Kafka 2.8's ConfigCommandOptions.checkArgs: one entity, or a user and a client id together."""
+    """Kafka 2.8's ConfigCommandOptions.checkArgs, for one entity (no <user, client> pairs)."""
     if int(alter) + int(describe) != 1:
         raise CommandError("Command must include exactly one action: --describe, --alter")
     if bool(bootstrap_server) == bool(zookeeper):
@@ -157,23 +131,11 @@ def check_args(
             )
     if not types:
         raise CommandError("At least one entity type must be specified")
-    if len(types) != len(set(types)):
-        raise CommandError(f"Duplicate entity type(s) specified: {','.join(sorted({t for t in types if types.count(t) > 1}))}")
-    if len(types) > 1 and set(types) != {"users", "clients"}:
-        raise CommandError("Only 'users' and 'clients' entity types may be specified together")
-    if types[0] in ("users", "clients"):
-        names = ordered_names(names, entity_default, name_order)
-        if alter and not names:
-            raise CommandError("an entity-name or default entity must be specified with --alter of users, clients "
-                               "or brokers")
-        if alter and not add_config and not delete_config:
-            raise CommandError("At least one of --add-config or --delete-config must be specified with --alter")
-        return Options(
-            "alter" if alter else "describe", _quota_entity(types, names, alter), bool(zookeeper),
-            parse_configs_to_add(add_config), parse_configs_to_delete(delete_config), describe_all,
-            Entity(types[0], names[0] if names else None),
-        )  # fmt: skip
-    if len(names) > 1 or (names and entity_default):
+    if types[0] in ("users", "clients"):  # one user, one client id, or a user's client id
+        from kafkapy.tools.configs_cmd.quota_options import quota_options
+
+        return quota_options(alter, zookeeper, types, names, entity_default, add_config, delete_config, describe_all)
+    if len(types) > 1 or len(names) > 1 or (names and entity_default):
         raise CommandError("kafkapy-configs takes one entity: one --entity-type with one --entity-name "
                            "or --entity-default")
     entity_type = types[0]

@@ -18,8 +18,9 @@ from kafkapy.server.apis.client_quotas import (
     matches,
 )
 from kafkapy.server.quota.quota_entity import DEFAULT, QuotaEntity
-from kafkapy.tools.configs_cmd.options import DEFAULT_ENTITY, Entity, check_args, ordered_names
+from kafkapy.tools.configs_cmd.options import DEFAULT_ENTITY, Entity, check_args
 from kafkapy.tools.configs_cmd.quota_actions import java_double
+from kafkapy.tools.configs_cmd.quota_options import name_order, ordered_names
 
 ALICE_APP = QuotaEntity("alice", "app")
 ALICE = QuotaEntity("alice", None)
@@ -71,6 +72,8 @@ def test_alter_validates_entities_and_keys_and_stores_longs_as_integers_keeping_
 def test_configs_pairs_a_user_and_a_client_in_command_line_order() -> None:
     assert ordered_names(["u"], True, [False, True]) == [DEFAULT_ENTITY, "u"]
     assert ordered_names(["u"], True, None) == ["u", DEFAULT_ENTITY]
+    assert name_order(["--entity-type", "users", "--entity-default", "--entity-type", "clients",
+                       "--entity-name", "--entity-default"]) == [False, True]
     options = check_args(True, False, "b:9092", None, ["clients", "users"], ["c", "u"], False,
                          "producer_byte_rate=1", (), False)
     assert options.entity == Entity("users", "u", Entity("clients", "c"))
