@@ -73,10 +73,11 @@ def quota_options(
         raise CommandError("Only 'users' and 'clients' entity types may be specified together")
     names = ordered_names(names, entity_default, name_order(COMMAND_LINE))
     if alter and not names:
-        raise CommandError("an entity-name or default entity must be specified with --alter of users, clients "
-                           "or brokers")
-    if alter and not add_config and not delete_config:
-        raise CommandError("At least one of --add-config or --delete-config must be specified with --alter")
+        raise CommandError("an entity-name or default entity must be specified with --alter of users, clients, "
+                           "brokers or ips")
+    if alter and add_config is None and not delete_config:
+        raise CommandError(
+            "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
     return Options(
         "alter" if alter else "describe", quota_entity(types, names, alter), bool(zookeeper),
         parse_configs_to_add(add_config), parse_configs_to_delete(delete_config), describe_all,
