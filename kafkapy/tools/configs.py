@@ -17,8 +17,9 @@ Kafka's message on stderr and exits 1 with nothing changed; a failure the broker
 Client quotas (users, clients, or a user's client id: `--entity-type users --entity-name u
 --entity-type clients --entity-name c`) go through DescribeClientQuotas / AlterClientQuotas with
 --bootstrap-server, as Kafka 2.6+ does, and through /config/users and /config/clients with
---zookeeper. Not in kafkapy: broker-loggers, SCRAM credentials through this tool (use
-AlterUserScramCredentials), ips.
+--zookeeper. A user's SCRAM credentials (`--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'`,
+`--delete-config SCRAM-SHA-256`) go through AlterUserScramCredentials (salted by the tool) or
+straight into /config/users/<user>. Not in kafkapy: broker-loggers, ips.
 """
 
 from __future__ import annotations

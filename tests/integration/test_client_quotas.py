@@ -232,7 +232,7 @@ def test_kafkapy_configs_sets_and_describes_quotas_through_both_paths(
                          capture_output=True, text=True, timeout=90, check=False)
     assert bad.returncode == 1
     assert "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected config names: " \
-           "retention.ms" in bad.stderr
+           "Set(retention.ms)" in bad.stderr
     assert not zk.exists("/config/clients/c")
 
 

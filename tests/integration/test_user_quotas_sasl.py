@@ -1,8 +1,9 @@
 """User quotas on authenticated principals (KIP-55) over SASL_PLAINTEXT, with confluent-kafka.
 
 Invariants: a producer_byte_rate on user alice throttles alice's connections and not bob's with
-the very same client id (the user entity wins over nothing, and bob has no quota); the quota
-shares /config/users/alice with alice's SCRAM credential, which keeps working.
+the very same client id (bob has no quota); the quota shares /config/users/alice with alice's
+SCRAM credential, which keeps working; SCRAM credentials set with kafkapy-configs through
+--zookeeper and --bootstrap-server (AlterUserScramCredentials) authenticate.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from kafkapy.server.security.scram import add_scram_credential
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.testing import KafkapyCluster, free_port
 
 JAAS = (
@@ -35,9 +33,14 @@ def _overrides(broker_id: int, port: int) -> dict[str, str]:
     SASL_PORTS[broker_id] = free_port()
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{SASL_PORTS[broker_id]}",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
     }
+
+
+def configs(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", *args],
+                          capture_output=True, text=True, timeout=90, check=False)
 
 
 def _producer(user: str, password: str, mechanism: str, throttles: list[float]) -> Producer:
@@ -93,26 +96,34 @@ def test_a_user_quota_throttles_that_principal_only_and_keeps_its_scram_credenti
     boot = kafkapy_cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": boot})
     admin.create_topics([NewTopic("users-q", 1, 1)])["users-q"].result(60)
-    kzk = KafkaZkClient(kafkapy_cluster.zookeeper_connect, 6000, 10000)
-    kzk.start()
-    try:
-        add_scram_credential(AdminZkClient(kzk), "alice", "SCRAM-SHA-256", "alice-secret", 8192)
-    finally:
-        kzk.close()
-    done = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", "--bootstrap-server", boot, "--alter",
-                           "--entity-type", "users", "--entity-name", "alice",
-                           "--add-config", "producer_byte_rate=262144"],
-                          capture_output=True, text=True, timeout=90, check=False)
-    assert done.stdout.splitlines() == ["Completed updating config for user alice."], done.stderr
+    # SCRAM credentials through kafkapy-configs, both paths: alice's written to ZooKeeper by the
+    # tool, bob's salted by the tool and sent with AlterUserScramCredentials.
+    assert configs("--zookeeper", kafkapy_cluster.zookeeper_connect, "--alter", "--entity-type", "users",
+                   "--entity-name", "alice", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"
+                   ).stdout.splitlines() == ["Completed updating config for entity: user-principal 'alice'."]
+    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "bob",
+                   "--add-config", "SCRAM-SHA-512=[password=bob-secret]").stdout.splitlines() == [
+        "Completed updating config for user bob."]
+    mixed = configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "bob",
+                    "--add-config", "SCRAM-SHA-256=[password=x],producer_byte_rate=1")
+    assert mixed.returncode == 1 and "Cannot alter both quota and SCRAM credential configs simultaneously for " \
+        "'users' using --bootstrap-server." in mixed.stderr
+    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "alice",
+                   "--add-config", "producer_byte_rate=262144").stdout.splitlines() == [
+        "Completed updating config for user alice."]
     config = json.loads(zk.get("/config/users/alice")[0])["config"]
-    assert config["producer_byte_rate"] == "262144" and "SCRAM-SHA-256" in config
+    assert config["producer_byte_rate"] == "262144" and "iterations=8192" in config["SCRAM-SHA-256"]
+    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-name", "alice"
+                   ).stdout.splitlines() == [
+        "Quota configs for user-principal 'alice' are producer_byte_rate=262144.0",
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"]
     time.sleep(1)  # the broker applies the change notification
 
     alice_throttles: list[float] = []
     alice = _producer("alice", "alice-secret", "PLAIN", alice_throttles)
     alice_bytes = _send_for(alice, 6)
     bob_throttles: list[float] = []
-    bob = _producer("bob", "bob-secret", "PLAIN", bob_throttles)
+    bob = _producer("bob", "bob-secret", "SCRAM-SHA-512", bob_throttles)
     bob_bytes = _send_for(bob, 6)
     # SCRAM login of the same user, whose znode now also holds the quota: authenticated, throttled too.
     scram_throttles: list[float] = []

@@ -24,6 +24,7 @@ from kafkapy.tools.configs_cmd.options import (
     Options,
     scala_set,
 )
+from kafkapy.tools.configs_cmd.quota_actions import SCRAM_MECHANISMS
 
 Printer = Callable[[str], None]
 _BOOTSTRAP_INFO = (
@@ -44,10 +45,14 @@ def _validate(zk: KafkaZkClient, entity: Entity, to_add: Mapping[str, str]) -> N
         except ConfigException as e:
             raise CommandError(str(e)) from None
     elif entity.entity_type in ("clients", "users"):
-        unknown = sorted(set(to_add) - CLIENT_QUOTA_CONFIGS)
+        # A user (not a user's client id) may also hold SCRAM credentials (Kafka's DynamicConfig.User).
+        scram = SCRAM_MECHANISMS if entity.entity_type == "users" and entity.child is None else ()
+        unknown = sorted(set(to_add) - CLIENT_QUOTA_CONFIGS - set(scram))
         if unknown:
             raise CommandError(f"requirement failed: Unknown Dynamic Configuration: {scala_set(unknown)}.")
         for name, value in to_add.items():
+            if name in scram:
+                continue
             try:
                 float(value)
             except ValueError:
@@ -89,6 +94,23 @@ def _fetch(zk: KafkaZkClient, entity: Entity) -> dict[str, str]:
     return AdminZkClient(zk).fetch_entity_config(entity.entity_type, str(entity.name))
 
 
+def _stored(to_add: Mapping[str, str]) -> dict[str, str]:
+    """What the znode holds: a SCRAM password becomes Kafka's salted credential string."""
+    from kafkapy.server.security.scram import ScramError, credential_config, parse_scram_config_value
+
+    stored = {}
+    for name, value in to_add.items():
+        if name in SCRAM_MECHANISMS:
+            try:
+                password, iterations = parse_scram_config_value(value)
+                stored.update(credential_config(name, password, iterations))
+            except (ValueError, ScramError) as e:
+                raise CommandError(str(e)) from None
+        else:
+            stored[name] = value
+    return stored
+
+
 def alter(zk: KafkaZkClient, options: Options, out: Printer) -> None:
     entity = options.entity
     name = str(entity.name)
@@ -98,7 +120,7 @@ def alter(zk: KafkaZkClient, options: Options, out: Printer) -> None:
     invalid = [k for k in options.to_delete if k not in configs]
     if invalid:
         raise InvalidConfigurationException(f"Invalid config(s): {','.join(invalid)}")
-    configs.update(options.to_add)
+    configs.update(_stored(options.to_add))
     for k in options.to_delete:
         configs.pop(k, None)
     if entity.entity_type in ("users", "clients"):

@@ -89,3 +89,29 @@ def test_quota_values_print_as_java_doubles() -> None:
     assert java_double(1e7) == "1.0E7"
     assert java_double(9.223372036854776e18) == "9.223372036854776E18"
     assert java_double(0.0001) == "1.0E-4"
+
+
+@pytest.mark.timeout(5)
+def test_scram_and_quota_configs_are_told_apart_as_kafkas_tool_does() -> None:
+    from kafkapy.tools.configs_cmd.options import CommandError, Options
+    from kafkapy.tools.configs_cmd.quota_actions import _check_names
+
+    def opts(entity: Entity, add: dict[str, str], delete: list[str] | None = None) -> Options:
+        return Options("alter", entity, False, add, delete or [], False, entity)
+
+    alice = Entity("users", "alice")
+    assert _check_names(opts(alice, {"SCRAM-SHA-256": "password=x"})) == ({}, [], {"SCRAM-SHA-256": "password=x"}, [])
+    for options, message in (
+        (opts(alice, {"SCRAM-SHA-256": "password=x", "producer_byte_rate": "1"}),
+         "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' using --bootstrap-server."),
+        (opts(Entity("users", DEFAULT_ENTITY), {"SCRAM-SHA-512": "password=x"}),
+         "The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials using "
+         "--bootstrap-server."),
+        (opts(alice, {"retention.ms": "1"}), "Only quota and SCRAM credential configs can be added for 'users' using "
+         "--bootstrap-server. Unexpected config names: Set(retention.ms)"),
+        (opts(Entity("clients", "c"), {"SCRAM-SHA-256": "password=x"}), "Only quota configs can be added for "
+         "'clients' using --bootstrap-server. Unexpected config names: Set(SCRAM-SHA-256)"),
+    ):
+        with pytest.raises(CommandError) as e:
+            _check_names(options)
+        assert str(e.value) == message
