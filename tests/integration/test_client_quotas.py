@@ -307,6 +307,63 @@ def test_request_percentage_throttles_kip219_clients_after_the_answer_and_older_
         conn.close()
 
 
+
+@pytest.mark.timeout(240)
+@pytest.mark.kafkapy_cluster(brokers=1)
+def test_kafka_python_and_aiokafka_read_everything_under_quotas(kafkapy_cluster: KafkapyCluster) -> None:
+    """Throttled produce answers and empty throttled fetch answers (KIP-219) are understood by
+    kafka-python and aiokafka: everything written is read, at the quota's pace."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from kafka import KafkaConsumer, KafkaProducer
+
+    boot = kafkapy_cluster.bootstrap_servers
+    create_topic(boot, "quota-py")
+    for client in ("py-producer", "py-consumer", "aio-consumer"):
+        configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", client,
+                "--add-config", "producer_byte_rate=131072,consumer_byte_rate=131072")
+    time.sleep(1)
+    value, count = b"v" * 1024, 2000  # ~2 MB: past the 1.25 MB burst a 128 KiB/s quota allows
+    producer = KafkaProducer(bootstrap_servers=boot, client_id="py-producer", linger_ms=5)
+    started = time.monotonic()
+    for _ in range(count):
+        producer.send("quota-py", value)
+    producer.flush(120)
+    producer.close()
+    produce_s = time.monotonic() - started
+
+    consumer = KafkaConsumer("quota-py", bootstrap_servers=boot, client_id="py-consumer",
+                             auto_offset_reset="earliest", enable_auto_commit=False, group_id=None)
+    started, got = time.monotonic(), 0
+    while got < count and time.monotonic() - started < 120:
+        got += sum(len(records) for records in consumer.poll(500).values())
+    consumer.close()
+    kafka_python_s = time.monotonic() - started
+    assert got == count
+
+    async def aio() -> int:
+        aio_consumer = AIOKafkaConsumer("quota-py", bootstrap_servers=boot, client_id="aio-consumer",
+                                        auto_offset_reset="earliest", enable_auto_commit=False)
+        await aio_consumer.start()
+        n, deadline = 0, time.monotonic() + 120
+        try:
+            while n < count and time.monotonic() < deadline:
+                batches = await aio_consumer.getmany(timeout_ms=500)
+                n += sum(len(records) for records in batches.values())
+        finally:
+            await aio_consumer.stop()
+        return n
+
+    started = time.monotonic()
+    assert asyncio.run(aio()) == count
+    aiokafka_s = time.monotonic() - started
+    print(f"2 MB at 128 KiB/s: kafka-python produce {produce_s:.1f} s, consume {kafka_python_s:.1f} s; "
+          f"aiokafka consume {aiokafka_s:.1f} s")
+    # Beyond the burst the rest waits for the quota: seconds, not milliseconds.
+    assert produce_s > 2 and kafka_python_s > 2 and aiokafka_s > 2
+
+
 if LONG:
     test_producer_byte_rate_holds_a_producer_and_is_reported = pytest.mark.slow(
         test_producer_byte_rate_holds_a_producer_and_is_reported
