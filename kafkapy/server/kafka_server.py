@@ -126,9 +126,6 @@ class KafkaServer:
         log.info("Cluster ID = %s", self.cluster_id)
         if self.broker_id < 0:
             self.broker_id = await loop.run_in_executor(None, zk.generate_broker_id)
-        await loop.run_in_executor(
-            None, check_and_write_meta_properties, self.config.log_dirs, self.broker_id, self.cluster_id
-        )
 
         # Dynamic broker configs count before anything reads the config (Kafka's order).
         self.dynamic_broker_config = DynamicBrokerConfig(self.config, self.broker_id)
@@ -142,6 +139,10 @@ class KafkaServer:
             recovery_threads_per_data_dir=self.config.num_recovery_threads_per_data_dir,
             cleaner_config=CleanerConfig.from_kafka_config(self.config),
         )  # fmt: skip
+        # Only the dirs that could be created and locked: a failed one is offline from the start.
+        await loop.run_in_executor(
+            None, check_and_write_meta_properties, self.log_manager.live_log_dirs, self.broker_id, self.cluster_id
+        )
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown
         await loop.run_in_executor(None, self.log_manager.startup)

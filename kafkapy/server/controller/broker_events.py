@@ -175,6 +175,27 @@ def on_replicas_become_offline(c: KafkaController, replicas: list[PartitionAndRe
         c.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [])
 
 
+def process_log_dir_event_notification(c: KafkaController) -> None:
+    """A broker wrote /log_dir_event_notification: one of its log dirs failed. LeaderAndIsr for every
+    replica it hosts makes it say which ones are offline (KAFKA_STORAGE_ERROR in the response)."""
+    if not c.is_active():
+        return
+    sequence_numbers = c.zk.get_log_dir_event_notifications()
+    if not sequence_numbers:  # the watch fires again when the notifications are deleted
+        return
+    try:
+        broker_ids = c.zk.get_broker_ids_from_log_dir_events(sequence_numbers)
+        on_broker_log_dir_failure(c, broker_ids)
+    finally:
+        c.zk.delete_log_dir_event_notifications(sequence_numbers, c.context.epoch_zk_version)
+
+
+def on_broker_log_dir_failure(c: KafkaController, broker_ids: list[int]) -> None:
+    c.log.info(f"Handling log directory failure for brokers {','.join(map(str, broker_ids))}")
+    replicas = c.context.replicas_on_brokers(broker_ids)
+    c.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE)
+
+
 def process_leader_and_isr_response(c: KafkaController, e: ev.LeaderAndIsrResponseReceived) -> None:
     if not c.is_active():
         return

@@ -49,6 +49,7 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 CONTROLLER = "/controller"
@@ -120,6 +121,7 @@ class KafkaController:
             ev.TopicDeletion: lambda e: topic_events.process_topic_deletion(self),
             ev.TopicDeletionStopReplicaResponseReceived: lambda e: topic_events.process_stop_replica_response(self, e),
             ev.IsrChangeNotification: lambda e: topic_events.process_isr_change_notification(self),
+            ev.LogDirEventNotification: lambda e: broker_events.process_log_dir_event_notification(self),
             ev.ReplicaLeaderElection: lambda e: preferred_election.process_replica_leader_election(self, e),
             ev.AutoPreferredReplicaLeaderElection: lambda e: preferred_election.process_auto_rebalance(self),
             ev.ZkPartitionReassignment: lambda e: reassignment.process_zk_partition_reassignment(self),
@@ -299,10 +301,14 @@ class KafkaController:
         self.zk.watch_children(TOPICS, lambda: self.put(ev.TopicChange()))
         self.zk.watch_children(DELETE_TOPICS, lambda: self.put(ev.TopicDeletion()))
         self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda: self.put(ev.IsrChangeNotification()))
+        self.zk.watch_children(LOG_DIR_EVENT_NOTIFICATION, lambda: self.put(ev.LogDirEventNotification()))
         self.zk.watch_node(PREFERRED_REPLICA_ELECTION, lambda: self.put(ev.ReplicaLeaderElection()))
         # Deletion is this controller's own doing once a reassignment completes: nothing to do.
         self.zk.watch_node(REASSIGN_PARTITIONS, lambda: self.put(ev.ZkPartitionReassignment()),
                            on_delete=lambda: None)
+        # A failover sends LeaderAndIsr to every broker, which finds offline replicas anyway.
+        self.log.info("Deleting log dir event notifications")
+        self.zk.delete_log_dir_event_notifications(None, self.context.epoch_zk_version)
         self.log.info("Deleting isr change notifications")
         self.zk.delete_isr_change_notifications(None, self.context.epoch_zk_version)
         self.log.info("Initializing controller context")
@@ -327,7 +333,7 @@ class KafkaController:
 
     def _on_controller_resignation(self) -> None:
         self.log.debug("Resigning")
-        for path in (ISR_CHANGE_NOTIFICATION, REASSIGN_PARTITIONS, PREFERRED_REPLICA_ELECTION, DELETE_TOPICS,
+        for path in (ISR_CHANGE_NOTIFICATION, LOG_DIR_EVENT_NOTIFICATION, REASSIGN_PARTITIONS, PREFERRED_REPLICA_ELECTION, DELETE_TOPICS,
                      TOPICS, BROKER_IDS):
             self.zk.unwatch(path)
         for topic in self.context.all_topics:

@@ -124,6 +124,15 @@ class ZkControllerStore:
     def delete_isr_change_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
         self.client.delete_isr_change_notifications(sequence_numbers, epoch_zk_version)
 
+    def get_log_dir_event_notifications(self) -> list[str]:
+        return list(self.client.get_all_log_dir_event_notifications())
+
+    def get_broker_ids_from_log_dir_events(self, sequence_numbers: list[str]) -> list[int]:
+        return list(self.client.get_broker_ids_from_log_dir_events(sequence_numbers))
+
+    def delete_log_dir_event_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+        self.client.delete_log_dir_event_notifications(sequence_numbers, epoch_zk_version)
+
     def get_preferred_replica_election(self) -> set[TopicPartition]:
         return set(self.client.get_preferred_replica_election())
 

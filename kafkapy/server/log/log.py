@@ -32,11 +32,13 @@ from kafkapy.server.log.fetch_data_info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
+from kafkapy.server.log.io_guard import io_failed, io_guarded
 from kafkapy.server.log.leader_epoch_cache import (
     UNDEFINED_EPOCH_OFFSET,
     OffsetAndEpoch,
 )
 from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.log_loader import (
     load_leader_epoch_cache,
     load_log,
@@ -99,6 +101,8 @@ class Log(RetentionAndTruncation):
         self._scheduler = scheduler
         self._lock = threading.RLock()
         self._closed = False
+        # Set by the LogManager: an I/O error in a guarded operation takes the dir offline.
+        self.failure_channel: LogDirFailureChannel | None = None
         self.cleaning_pause = None
         self.truncated_to: int | None = None
         started = time_ms()
@@ -223,6 +227,7 @@ class Log(RetentionAndTruncation):
 
     # -- append ---------------------------------------------------------------------------------
 
+    @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_leader(
         self, records: memoryview | bytes | bytearray, leader_epoch: int = 0, *, from_coordinator: bool = False
     ) -> LogAppendInfo:
@@ -287,6 +292,7 @@ class Log(RetentionAndTruncation):
                 now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
             )  # fmt: skip
 
+    @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_follower(self, records: memoryview | bytes | bytearray) -> LogAppendInfo:
         """Append a leader's batches with the leader's offsets, epochs and timestamps."""
         buf = _byte_view(records)
@@ -384,6 +390,7 @@ class Log(RetentionAndTruncation):
         jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
         return random.randrange(jitter) if jitter > 0 else 0
 
+    @io_guarded("Error while rolling log segment for {tp} in dir {dir}")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""
         with self._lock:
@@ -405,9 +412,12 @@ class Log(RetentionAndTruncation):
             keep_snapshots_from = min_snapshot_offset_to_retain(self._segments, self.recovery_point)
 
         def after_roll() -> None:
-            if write_snapshot is not None:
-                write_snapshot()
-            self.producer_state.delete_snapshots_below(keep_snapshots_from)
+            try:
+                if write_snapshot is not None:
+                    write_snapshot()
+                self.producer_state.delete_snapshots_below(keep_snapshots_from)
+            except OSError as e:
+                raise io_failed(self, "Error while rolling log segment for {tp} in dir {dir}", e) from e
             self.flush(new_offset)
 
         if self._scheduler is not None:
@@ -416,6 +426,7 @@ class Log(RetentionAndTruncation):
             after_roll()
         return segment
 
+    @io_guarded("Error while flushing log for {tp} in dir {dir}")
     def flush(self, up_to: int | None = None) -> None:
         """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point."""
         with self._lock:
@@ -434,6 +445,7 @@ class Log(RetentionAndTruncation):
 
     # -- read -----------------------------------------------------------------------------------
 
+    @io_guarded("Error while reading records from {tp} in dir {dir}")
     def read(
         self, start_offset: int, max_length: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> FetchDataInfo:
@@ -599,6 +611,20 @@ class Log(RetentionAndTruncation):
             for segment in self._segments.values():
                 segment.close()
 
+    def close_handlers(self) -> None:
+        """Close the files without writing anything (Kafka's closeHandlers): the log's dir
+        failed, so no snapshot or index trim may be attempted there."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self._segments.values():
+                for f in (segment.offset_index, segment.time_index, segment.txn_index, segment.log):
+                    try:
+                        f.close()
+                    except (OSError, ValueError):
+                        pass  # the disk is gone: the descriptor is released either way
+
     def rename_dir(self, new_dir: str) -> None:
         """Move the log's directory (topic deletion renames before deleting), keeping files open."""
         with self._lock:
@@ -617,6 +643,21 @@ class Log(RetentionAndTruncation):
         with self._lock:
             self._remove_segments(list(self._segments.values()))
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# Retention and truncation touch files too (Kafka wraps them the same way).
+Log.delete_old_segments = io_guarded("Error while deleting segments for {tp} in dir {dir}")(  # type: ignore[method-assign]
+    RetentionAndTruncation.delete_old_segments
+)
+Log.truncate_to = io_guarded("Error while truncating log for {tp} in dir {dir}")(  # type: ignore[method-assign]
+    RetentionAndTruncation.truncate_to
+)
+Log.truncate_fully_and_start_at = io_guarded(  # type: ignore[method-assign]
+    "Error while truncating the entire log for {tp} in dir {dir}"
+)(RetentionAndTruncation.truncate_fully_and_start_at)
+Log.maybe_increment_log_start_offset = io_guarded(  # type: ignore[method-assign]
+    "Exception while increasing log start offset for {tp} in dir {dir}"
+)(RetentionAndTruncation.maybe_increment_log_start_offset)
 
 
 def _byte_view(records: memoryview | bytes | bytearray) -> memoryview:

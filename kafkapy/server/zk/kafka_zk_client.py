@@ -17,6 +17,8 @@ from kafkapy.protocol.errors import ControllerMovedException
 from kafkapy.server.zk.admin_znodes import (
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
+    LogDirEventNotificationSequenceZNode,
+    LogDirEventNotificationZNode,
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
 )
@@ -231,6 +233,33 @@ class KafkaZkClient(TopicZkOps):
         seqs = self.get_all_isr_change_notifications() if sequence_numbers is None else sequence_numbers
         for seq in seqs:
             self.delete_recursive(IsrChangeNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version)
+
+    # -- log dir event notifications ------------------------------------------------------------
+
+    def propagate_log_dir_event(self, broker_id: int) -> str:
+        """A log dir of `broker_id` failed: the controller sends it LeaderAndIsr to learn which."""
+        return self.create_recursive(LogDirEventNotificationSequenceZNode.path(),
+                                     LogDirEventNotificationSequenceZNode.encode(broker_id), sequential=True)
+
+    def get_all_log_dir_event_notifications(self) -> list[str]:
+        """Sequence numbers of the pending notifications, oldest first."""
+        return sorted(LogDirEventNotificationSequenceZNode.sequence_number(c)
+                      for c in self.get_children(LogDirEventNotificationZNode.path()))
+
+    def get_broker_ids_from_log_dir_events(self, sequence_numbers: Iterable[str]) -> list[int]:
+        brokers: set[int] = set()
+        for seq in sequence_numbers:
+            got = self.get_data(LogDirEventNotificationSequenceZNode.path(seq))
+            if got is not None and (broker := LogDirEventNotificationSequenceZNode.decode(got[0])) is not None:
+                brokers.add(broker)
+        return sorted(brokers)
+
+    def delete_log_dir_event_notifications(self, sequence_numbers: Iterable[str] | None = None,
+                                           expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+        """Delete the given notifications, or all of them."""
+        seqs = self.get_all_log_dir_event_notifications() if sequence_numbers is None else sequence_numbers
+        for seq in seqs:
+            self.delete_recursive(LogDirEventNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version)
 
     # -- reassignment and preferred leader election -------------------------------------------
 
