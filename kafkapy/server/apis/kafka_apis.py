@@ -96,11 +96,6 @@ class KafkaApis:
 
         self.server = server
         self.config = server.config
-        # Produce/fetch byte rates and request percentages (server/quota); a broker always has
-        # them, a bare test server gets empty (disabled) ones.
-        quotas = getattr(server, "client_quotas", None)
-        self.client_quotas: ClientQuotas = quotas if quotas is not None else ClientQuotas(QuotaSettings(_NO_WINDOW))
-        self._request_quota = self.client_quotas.request
         self.max_request_elements: int = server.config.kafkapy_request_max_elements
         # api key -> (handler, lowest version, highest version): one lookup per request
         self._routes: dict[int, tuple[Handler, int, int]] = {
@@ -110,6 +105,11 @@ class KafkaApis:
         # must not be answered from an empty metadata cache (controller -1, no brokers): the
         # admin clients of librdkafka then wait their whole timeout "for controller".
         self._starting: asyncio.Event | None = asyncio.Event()
+        # Produce/fetch byte rates and request percentages (server/quota); a broker always has
+        # them, a bare test server gets empty (disabled) ones.
+        quotas = getattr(server, "client_quotas", None)
+        self.client_quotas: ClientQuotas = quotas if quotas is not None else ClientQuotas(QuotaSettings(_NO_WINDOW))
+        self._request_quota = self.client_quotas.request
 
     def start_processing(self) -> None:
         """Serve every API from now on, and the requests that waited for start-up (on the loop)."""
@@ -137,6 +137,33 @@ class KafkaApis:
     @property
     def zk(self) -> Any:
         return self.server.zk.client
+
+    # -- quotas (Kafka's QuotaManagers, KIP-13/55/124/219) -------------------------------------
+
+    @staticmethod
+    def quota_user(request: Request) -> str:
+        """The user quotas know the request's sender by: its principal's name (ANONYMOUS
+        without authentication), as Kafka's sanitized session user."""
+        return request.principal.name
+
+    def request_throttle_time_ms(self, request: Request) -> int:
+        """Record the time this request kept the loop busy against its request_percentage quota
+        (Kafka's ClientRequestQuotaManager); the throttle time it earns. Recorded once."""
+        if not (request.loop_start_ns or request.loop_ns):
+            return 0
+        ns = request.loop_ns
+        if request.loop_start_ns:
+            ns += time.perf_counter_ns() - request.loop_start_ns
+        request.loop_start_ns = request.loop_ns = 0
+        # A percentage of one second of the loop (Kafka's nanosToPercentage).
+        return self._request_quota.record_and_get_throttle_time_ms(
+            self.quota_user(request), request.header.client_id or "", ns * 1e-7
+        )
+
+    def throttle(self, request: Request, throttle_ms: int) -> None:
+        """Have the Processor mute (or delay) this connection for `throttle_ms` (KIP-219)."""
+        if throttle_ms > request.throttle_time_ms:
+            request.throttle_time_ms = throttle_ms
 
     def handle(self, request: Request) -> Any:
         header = request.header
@@ -179,33 +206,6 @@ class KafkaApis:
         if request.loop_ns:
             request.loop_start_ns = time.perf_counter_ns()
         return result if raw else self.frame(request, result)
-
-    # -- quotas (Kafka's QuotaManagers, KIP-13/55/124/219) -------------------------------------
-
-    @staticmethod
-    def quota_user(request: Request) -> str:
-        """The user quotas know the request's sender by: its principal's name (ANONYMOUS
-        without authentication), as Kafka's sanitized session user."""
-        return request.principal.name
-
-    def request_throttle_time_ms(self, request: Request) -> int:
-        """Record the time this request kept the loop busy against its request_percentage quota
-        (Kafka's ClientRequestQuotaManager); the throttle time it earns. Recorded once."""
-        if not (request.loop_start_ns or request.loop_ns):
-            return 0
-        ns = request.loop_ns
-        if request.loop_start_ns:
-            ns += time.perf_counter_ns() - request.loop_start_ns
-        request.loop_start_ns = request.loop_ns = 0
-        # A percentage of one second of the loop (Kafka's nanosToPercentage).
-        return self._request_quota.record_and_get_throttle_time_ms(
-            self.quota_user(request), request.header.client_id or "", ns * 1e-7
-        )
-
-    def throttle(self, request: Request, throttle_ms: int) -> None:
-        """Have the Processor mute (or delay) this connection for `throttle_ms` (KIP-219)."""
-        if throttle_ms > request.throttle_time_ms:
-            request.throttle_time_ms = throttle_ms
 
     def frame(self, request: Request, body: Any, version: int | None = None) -> bytes | None:
         if body is None:
