@@ -151,6 +151,7 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.broker_id)
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
         self.quotas = ReplicationQuotas.create(self.config, self.dynamic_broker_config)
+        self.client_quotas = _client_quotas(self.config)  # produce/fetch/request quotas, filled from ZooKeeper below
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client,
             leader_quota=self.quotas.leader,
@@ -160,7 +161,6 @@ class KafkaServer:
         self.log_manager.moves.quota = self.quotas.alter_log_dirs
         await loop.run_in_executor(None, self._load_topic_throttles)
         self.dynamic_broker_config.add_listener(self._on_broker_reconfigured)
-        self.client_quotas = _client_quotas(self.config)
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
