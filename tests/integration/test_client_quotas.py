@@ -364,6 +364,34 @@ def test_kafka_python_and_aiokafka_read_everything_under_quotas(kafkapy_cluster:
     assert produce_s > 2 and kafka_python_s > 2 and aiokafka_s > 2
 
 
+
+@pytest.mark.timeout(240)
+@pytest.mark.kafkapy_cluster(brokers=2)
+def test_a_quota_altered_through_one_broker_applies_on_every_broker(kafkapy_cluster: KafkapyCluster) -> None:
+    """AlterClientQuotas on broker 0 writes ZooKeeper and /config/changes: broker 1 throttles too."""
+    from kafkapy.client.admin import AdminClient as KafkapyAdmin
+    from kafkapy.client.client_quotas import alter_client_quotas
+    from kafkapy.client.connection import BrokerConnection
+
+    admin = KafkapyAdmin(kafkapy_cluster.broker(0).bootstrap)
+    try:
+        alter_client_quotas(admin, {"client-id": "everywhere"}, {"request_percentage": 0.01})
+    finally:
+        admin.close()
+    for broker_id in (0, 1):
+        conn = BrokerConnection("127.0.0.1", kafkapy_cluster.broker(broker_id).port, client_id="everywhere")
+        try:
+            def throttled(c: Any = conn) -> int:
+                try:
+                    return _metadata_until_throttled(c, 9, limit=200)[0]
+                except AssertionError:
+                    return 0  # not seen the change yet: ask again
+
+            assert wait_until(throttled, f"broker {broker_id} to throttle") > 0
+        finally:
+            conn.close()
+
+
 if LONG:
     test_producer_byte_rate_holds_a_producer_and_is_reported = pytest.mark.slow(
         test_producer_byte_rate_holds_a_producer_and_is_reported
