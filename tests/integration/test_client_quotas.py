@@ -280,6 +280,15 @@ def _metadata_until_throttled(conn: Any, version: int, limit: int = 2000) -> tup
     raise AssertionError(f"no Metadata v{version} request throttled in {limit}")
 
 
+def _throttled_soon(conn: Any, version: int) -> int:
+    """The throttle time of one of the next 200 Metadata requests, 0 if none was throttled (the
+    broker may not have seen the quota yet: ask again)."""
+    try:
+        return _metadata_until_throttled(conn, version, limit=200)[0]
+    except AssertionError:
+        return 0
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.kafkapy_cluster(brokers=1)
 def test_request_percentage_throttles_kip219_clients_after_the_answer_and_older_ones_before(
@@ -296,7 +305,7 @@ def test_request_percentage_throttles_kip219_clients_after_the_answer_and_older_
     host, port = boot.split(":")
     conn = BrokerConnection(host, int(port), client_id="busy")
     try:
-        throttle_ms = wait_until(lambda: _metadata_until_throttled(conn, 9), "a throttled Metadata v9")[0]
+        throttle_ms = wait_until(lambda: _throttled_soon(conn, 9), "a throttled Metadata v9")
         assert 0 < throttle_ms <= 1000  # a request quota throttles for one window at most
         started = time.monotonic()
         conn.send(3, 9, {"topics": None, "allow_auto_topic_creation": False})
@@ -381,13 +390,7 @@ def test_a_quota_altered_through_one_broker_applies_on_every_broker(kafkapy_clus
     for broker_id in (0, 1):
         conn = BrokerConnection("127.0.0.1", kafkapy_cluster.broker(broker_id).port, client_id="everywhere")
         try:
-            def throttled(c: Any = conn) -> int:
-                try:
-                    return _metadata_until_throttled(c, 9, limit=200)[0]
-                except AssertionError:
-                    return 0  # not seen the change yet: ask again
-
-            assert wait_until(throttled, f"broker {broker_id} to throttle") > 0
+            assert wait_until(lambda c=conn: _throttled_soon(c, 9), f"broker {broker_id} to throttle") > 0  # type: ignore[misc]
         finally:
             conn.close()
 
