@@ -141,7 +141,7 @@ class KafkaServer:
         )  # fmt: skip
         # Only the dirs that could be created and locked: a failed one is offline from the start.
         await loop.run_in_executor(
-            None, check_and_write_meta_properties, self.log_manager.live_log_dirs, self.broker_id, self.cluster_id
+            None, check_and_write_meta_properties, self.log_manager.live_log_dirs, self.broker_id, self.cluster_id,  # type: ignore[arg-type]  # set just above
         )
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown
@@ -234,7 +234,7 @@ class KafkaServer:
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
         await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
         try:
-            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))
+            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))  # type: ignore[union-attr]  # created earlier in startup
         except TimeoutError:
             log.warning(
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "

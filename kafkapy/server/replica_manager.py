@@ -125,7 +125,7 @@ class ReplicaManager:
             int(config.num_replica_fetchers) if config is not None else 1,
             # The followers' connections to leaders: BrokerConnection with the inter-broker
             # listener's TLS/SASL settings when the broker gives them.
-            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),
+            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),  # type: ignore[arg-type]  # the keyword is thread_factory
         )
         self.isr_manager = IsrManager(
             broker_id,

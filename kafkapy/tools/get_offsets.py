@@ -86,7 +86,7 @@ def get_offsets(admin: AdminClient, topic: str, requested: list[int], timestamp:
             by_leader[leader].append(p)
     offsets: dict[int, int | None] = {}
     for leader, ps in by_leader.items():
-        _, answer = admin.send_to_broker(leader, ApiKey.LIST_OFFSETS, lambda v, ps=ps: _body(topic, ps, timestamp))
+        _, answer = admin.send_to_broker(leader, ApiKey.LIST_OFFSETS, lambda v, ps=ps: _body(topic, ps, timestamp))  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
         for t in answer.topics:
             for p in t.partitions:
                 raise_for_error(p.error_code)

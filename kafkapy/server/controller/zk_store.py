@@ -52,10 +52,11 @@ class ZkControllerStore:
     # --- controller election ---
 
     def get_controller_id(self) -> int | None:
-        return self.client.get_controller_id()
+        result: int | None = self.client.get_controller_id()
+        return result
 
     def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int]:
-        return tuple(self.client.register_controller_and_increment_controller_epoch(broker_id))  # type: ignore[return-value]
+        return tuple(self.client.register_controller_and_increment_controller_epoch(broker_id))
 
     def delete_controller(self, epoch_zk_version: int) -> None:
         self.client.delete_controller(epoch_zk_version)

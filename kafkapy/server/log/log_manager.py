@@ -206,8 +206,8 @@ class LogManager:
             logs = dict(self._logs)
             pending = list(self._future_logs.values())
             self._future_logs.clear()
-        for future in pending:
-            future.close()
+        for future_log in pending:
+            future_log.close()
         failed_dirs: set[str] = set()
         live_dirs = self.live_log_dirs
         pools = {d: self._recovery_pool(d) for d in live_dirs}
