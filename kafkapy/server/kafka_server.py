@@ -23,6 +23,8 @@ from kafkapy.server.meta_properties import check_and_write_meta_properties
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
+from kafkapy.server.quota.client_quota_manager import QuotaWindow
+from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
 from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
 from kafkapy.server.security.acl_authorizer import AclAuthorizer
@@ -151,6 +153,7 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.broker_id)
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
         self.quotas = ReplicationQuotas.create(self.config, self.dynamic_broker_config)
+        self.client_quotas = _client_quotas(self.config)  # produce/fetch/request quotas, filled from ZooKeeper below
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client,
             leader_quota=self.quotas.leader,
@@ -202,9 +205,12 @@ class KafkaServer:
         self.replica_manager.startup()  # isr-expiration and isr-change-propagation
 
         self.dynamic_config_manager = DynamicConfigManager(
-            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name)
+            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name),
+            lambda path: self.client_quotas.update_entity(self.zk.client, path),
         )
         await loop.run_in_executor(None, self.dynamic_config_manager.startup)
+        # After the change listener is in place, so no change falls between the two.
+        await loop.run_in_executor(None, self.client_quotas.load, zk)
 
         self.registration = BrokerRegistration(self.config, zk, self.broker_id, self.socket_server.bound)
         await loop.run_in_executor(None, self.registration.register)
@@ -433,3 +439,11 @@ def _executor(config: Any) -> Any:
 
 
 __all__ = ["BrokerState", "KafkaServer"]
+
+
+def _client_quotas(config: Any) -> ClientQuotas:
+    """The produce, fetch and request quota managers from quota.* (Kafka's QuotaFactory)."""
+    window = QuotaWindow(int(config.get("quota.window.num")), float(config.get("quota.window.size.seconds")))
+    return ClientQuotas(
+        QuotaSettings(window, float(config.get("quota.producer.default")), float(config.get("quota.consumer.default")))
+    )

@@ -94,6 +94,13 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
         _authorize(apis, request, wanted, replica_id)
     # Kafka's KafkaApis: min(request's max_bytes (Int.MaxValue before v3), fetch.max.bytes).
     max_bytes = min(body.max_bytes if version >= 3 else 2**31 - 1, apis.config.fetch_max_bytes)
+    if replica_id < 0 and apis.client_quotas.fetch.enabled:
+        # No more than the quota allows over the window in one response (Kafka's maxQuotaWindowBytes).
+        window_bytes = apis.client_quotas.fetch.max_value_in_quota_window(
+            apis.quota_user(request), header.client_id or ""
+        )
+        if window_bytes is not None:
+            max_bytes = max(1, min(max_bytes, int(window_bytes)))
     isolation = body.isolation_level if version >= 4 else 0
     if replica_id >= 0 and version >= 5:
         # Followers report their log start offsets: DeleteRecords waits for them.
@@ -104,7 +111,7 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     total = sum(r.size for r in results.values())
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
     if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
-        return _encode(request, version, wanted, 0, results)
+        return _respond(apis, request, version, wanted, replica_id, results)
     return _delayed(apis, request, version, body, wanted, replica_id, isolation, max_bytes)
 
 
@@ -155,7 +162,7 @@ async def _delayed(
     # The request buffer may have been reused while we waited; `wanted` holds plain values.
     # A follower's position was recorded when the request arrived; reading again is not a fetch.
     results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
-    return _encode(request, version, wanted, 0, results)
+    return _respond(apis, request, version, wanted, replica_id, results)
 
 
 def _read(
@@ -175,6 +182,32 @@ def _read(
         replica_id, isolation, max_bytes, ranges, update_follower_state
     )
     return results
+
+
+def _respond(
+    apis: KafkaApis,
+    request: Request,
+    version: int,
+    wanted: list[_Wanted],
+    replica_id: int,
+    results: dict[TopicPartition, FetchResult],
+) -> list[Any]:
+    """The response, unless the client is over its quota: then (Kafka 2.x, KIP-219) an empty
+    response carrying the throttle time, and the bytes it would have had are not counted."""
+    response = _encode(request, version, wanted, 0, results)
+    if replica_id >= 0:
+        return response  # followers are bounded by the replication quotas instead
+    quota = apis.client_quotas.fetch
+    user, client_id = apis.quota_user(request), request.header.client_id or ""
+    size = fetch_codec.total_size(response) if quota.enabled else 0
+    bandwidth_ms = quota.record_and_get_throttle_time_ms(user, client_id, size) if size else 0
+    throttle_ms = max(bandwidth_ms, apis.request_throttle_time_ms(request))
+    if not throttle_ms:
+        return response
+    apis.throttle(request, throttle_ms)
+    if size:
+        quota.unrecord(user, client_id, size)
+    return fetch_codec.encode_fetch_response(version, request.header.correlation_id, [], throttle_time_ms=throttle_ms)
 
 
 def _encode(

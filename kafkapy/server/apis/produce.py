@@ -87,16 +87,21 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
     replica_manager = apis.server.replica_manager
     if entries:
         results.update(replica_manager.append_records(acks, entries.items()))  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+    # Kafka's sizeInBytes: the whole request counts against producer_byte_rate, once.
+    request_size = len(request.buffer)
     if acks == 0:
         if any(r is not None and r.error_code for r in results.values()):
             from kafkapy.protocol.errors import ProtocolError
 
             raise ProtocolError("acks=0 produce request failed: closing the connection to tell the client")
+        if apis.client_quotas.produce.enabled:
+            # No response to carry it, but the connection is still muted (no request quota: Kafka's rule).
+            apis.throttle(request, _bandwidth_throttle_ms(apis, request, request_size))
         return None
     # acks=all waits in purgatory unless the ISR already has it (a single-replica ISR always does).
     if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
-        return _await_isr(apis, request, req, results)  # type: ignore[arg-type]  # every partition is answered by now
-    return _respond(request, results)  # type: ignore[arg-type]  # every partition is answered by now
+        return _await_isr(apis, request, req, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
+    return _respond(apis, request, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
 
 
 def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[str]]:
@@ -118,14 +123,30 @@ def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[st
 
 
 async def _await_isr(
-    apis: KafkaApis, request: Request, req: Any, results: dict[TopicPartition, ProduceResult]
+    apis: KafkaApis, request: Request, req: Any, results: dict[TopicPartition, ProduceResult], request_size: int
 ) -> Any:
     await apis.replica_manager.await_isr(results, req.timeout_ms)
-    return _respond(request, results)
+    return _respond(apis, request, results, request_size)
 
 
-def _respond(request: Request, results: dict[TopicPartition, ProduceResult]) -> bytearray:
+def _bandwidth_throttle_ms(apis: KafkaApis, request: Request, request_size: int) -> int:
+    return apis.client_quotas.produce.record_and_get_throttle_time_ms(
+        apis.quota_user(request), request.header.client_id or "", request_size
+    )
+
+
+def _respond(
+    apis: KafkaApis, request: Request, results: dict[TopicPartition, ProduceResult], request_size: int
+) -> bytearray:
     header = request.header
+    throttle_ms = 0
+    # Two attribute checks when no quota applies: this runs for every produce answer.
+    if apis.client_quotas.produce.enabled:
+        throttle_ms = _bandwidth_throttle_ms(apis, request, request_size)
+    if request.loop_start_ns or request.loop_ns:
+        throttle_ms = max(throttle_ms, apis.request_throttle_time_ms(request))
+    if throttle_ms:
+        apis.throttle(request, throttle_ms)
     topics: list[tuple[str, list[tuple[Any, ...]]]] = []
     rows: list[tuple[Any, ...]] = []
     current = None
@@ -136,4 +157,6 @@ def _respond(request: Request, results: dict[TopicPartition, ProduceResult]) -> 
         rows.append(
             (index, r.error_code, r.base_offset, r.log_append_time, r.log_start_offset, (), r.error_message)
         )
-    return produce_codec.encode_produce_response_frame(header.api_version, header.correlation_id, topics)  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order
+    return produce_codec.encode_produce_response_frame(
+        header.api_version, header.correlation_id, topics, throttle_ms  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order
+    )

@@ -21,6 +21,7 @@ first and the connection waits, muted, while the pool is exhausted (memory_pool.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import struct
@@ -35,6 +36,7 @@ from kafkapy.server.network.connection_quotas import normalize_ip
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
 from kafkapy.server.network.region_send import RegionSend
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.quota.throttling import client_throttles
 from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -83,6 +85,9 @@ class Processor(asyncio.BufferedProtocol):
         self._reserved = 0
         self._memory_wait = False  # muted until the pool grants a reservation
         self._muted = False
+        # Muted for a quota's throttle time (KIP-219); the timer that ends it.
+        self._throttled = False
+        self._throttle_timer: asyncio.TimerHandle | None = None
         self._reading_paused = False
         self._closed = False
         self._send_buf = bytearray()
@@ -128,6 +133,8 @@ class Processor(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         self._pool.forget(self)
         if self._reserved:
             self._pool.release(self._reserved)
@@ -177,7 +184,9 @@ class Processor(asyncio.BufferedProtocol):
         max_size = self._max_request_size
         buf = self._buf
         # The loop body runs once per request: the state checks are spelled out, not called.
-        while not (self._muted or self._region_send is not None or self._write_paused or self._closed):
+        while not (
+            self._muted or self._region_send is not None or self._write_paused or self._closed or self._throttled
+        ):
             start = self._start
             available = self._end - start
             if available < 4:
@@ -257,12 +266,12 @@ class Processor(asyncio.BufferedProtocol):
     @property
     def request_in_progress(self) -> bool:
         """A handler is still working on this connection's request (not idle, whatever the clock says)."""
-        return self._muted
+        return self._muted or self._throttled
 
     def _blocked(self) -> bool:
         """No further request is read while one is in progress or its response is not yet out
         (Kafka's muted channel), nor while the client is not reading its responses."""
-        return self._muted or self._region_send is not None or self._write_paused
+        return self._muted or self._region_send is not None or self._write_paused or self._throttled
 
     def _dispatch(self, frame: memoryview) -> None:
         server = self.server
@@ -298,16 +307,46 @@ class Processor(asyncio.BufferedProtocol):
             self.close()
             return
         if result is None or type(result) in _READY:
-            self.send_response(result)
+            if request.throttle_time_ms:
+                self._answer(request, result)
+            else:
+                self.send_response(result)
         elif isinstance(result, Awaitable):
             self._muted = True
             server.request_channel.acquire()
             task = asyncio.ensure_future(result)
-            task.add_done_callback(self._on_response_ready)
+            task.add_done_callback(functools.partial(self._on_response_ready, request))
         else:
-            self.send_response(result)
+            self._answer(request, result)
 
-    def _on_response_ready(self, task: asyncio.Future[Response]) -> None:
+    def _answer(self, request: Request, response: Response) -> None:
+        throttle_ms = request.throttle_time_ms
+        if not throttle_ms:
+            self.send_response(response)
+            return
+        # A quota was violated (KIP-219): clients that throttle themselves get the answer now
+        # and the connection stays muted for the throttle time; older versions get the answer
+        # when it is over. No further request is read meanwhile either way.
+        header = request.header
+        held: Response = None
+        if client_throttles(header.api_key, header.api_version):
+            self.send_response(response)
+        else:
+            held = response
+        self._throttled = True
+        loop = asyncio.get_running_loop()
+        self._throttle_timer = loop.call_later(throttle_ms / 1000, self._end_throttle, held)
+
+    def _end_throttle(self, held: Response) -> None:
+        self._throttle_timer = None
+        self._throttled = False
+        if self._closed:
+            return
+        self.last_active = time.monotonic()
+        self.send_response(held)
+        self._process()
+
+    def _on_response_ready(self, request: Request, task: asyncio.Future[Response]) -> None:
         self.server.request_channel.release()
         self._muted = False
         # A request that waited (a long poll, a join) counts as activity: the idle reaper must not
@@ -324,7 +363,7 @@ class Processor(asyncio.BufferedProtocol):
                 log.error("Closing connection %s: unexpected error", self.connection_id, exc_info=exc)
             self.close()
             return
-        self.send_response(task.result())
+        self._answer(request, task.result())
         self._process()
 
     def _update_reading(self) -> None:
