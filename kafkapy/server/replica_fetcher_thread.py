@@ -179,6 +179,10 @@ class ReplicaFetcherThread(threading.Thread):
         with self._lock:
             return len(self._partitions)
 
+    def max_lag(self) -> int:
+        """The largest lag of this thread's partitions (lock-free: for the metrics thread)."""
+        return max((s.lag or 0 for s in list(self._partitions.values())), default=0)
+
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
         with self._lock:
             return self._partitions.get(tp)

@@ -19,7 +19,12 @@ from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    FencedLeaderEpochException,
     FetchSessionIdNotFoundException,
+    KafkaStorageException,
+    NotLeaderOrFollowerException,
+    OffsetOutOfRangeException,
+    UnknownLeaderEpochException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
@@ -30,6 +35,17 @@ from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
 
 ZERO_UUID = uuid.UUID(int=0)
+# Kafka's FailedFetchRequestsPerSec leaves these out: a client's stale view, not a broker failure.
+_EXPECTED_FETCH_ERRORS = frozenset(
+    (
+        UnknownTopicOrPartitionException.code,
+        NotLeaderOrFollowerException.code,
+        OffsetOutOfRangeException.code,
+        FencedLeaderEpochException.code,
+        UnknownLeaderEpochException.code,
+        KafkaStorageException.code,
+    )
+)
 
 
 @dataclass(slots=True)
@@ -95,6 +111,7 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     total = sum(r.size for r in results.values())
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
     if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
+        _count(apis, wanted, replica_id, results)
         return _encode(request, version, wanted, 0, results)
     return _delayed(apis, request, version, body, wanted, replica_id, isolation, max_bytes)
 
@@ -133,7 +150,30 @@ async def _delayed(
     # The request buffer may have been reused while we waited; `wanted` holds plain values.
     # A follower's position was recorded when the request arrived; reading again is not a fetch.
     results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
+    _count(apis, wanted, replica_id, results)
     return _encode(request, version, wanted, 0, results)
+
+
+def _count(apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dict[TopicPartition, FetchResult]) -> None:
+    """BrokerTopicMetrics of one answered fetch, per partition as Kafka counts them: a consumer's
+    bytes are BytesOut of the topic, a follower's are ReplicationBytesOut."""
+    topic_stats = apis.replica_manager.topic_stats
+    follower = replica_id >= 0
+    for w in wanted:
+        if w.topic is None:
+            continue
+        stats = topic_stats.topics.get(w.topic) or topic_stats.topic(w.topic)
+        stats.total_fetch_requests += 1
+        r = results.get(TopicPartition(w.topic, w.partition))
+        if r is None:
+            continue
+        if r.error_code and r.error_code not in _EXPECTED_FETCH_ERRORS:
+            stats.failed_fetch_requests += 1
+        if r.size:
+            if follower:
+                topic_stats.all.replication_bytes_out += r.size
+            else:
+                stats.bytes_out += r.size
 
 
 def _read(

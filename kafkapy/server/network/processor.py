@@ -35,6 +35,7 @@ from kafkapy.server.network.connection_quotas import normalize_ip
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
 from kafkapy.server.network.region_send import RegionSend
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.network.request_log import completed_request_line, request_details, request_logger
 from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -61,6 +62,26 @@ Response = bytes | bytearray | memoryview | Sequence[Any] | None
 _FRAMED = frozenset((bytes, bytearray, memoryview))
 # What a handler returns when its answer is ready (framed bytes, or parts with file regions).
 _READY = _FRAMED | {list, tuple}
+_DEBUG = logging.DEBUG
+_TRACE = 5  # log4j's TRACE, below Python's DEBUG
+_log_enabled = request_logger.isEnabledFor
+_now_ns = time.monotonic_ns
+
+
+class _Timing:
+    """A request whose answer is not out yet: when it arrived, when its handler started and
+    returned, when its response was ready (RequestMetrics and kafka-request.log)."""
+
+    __slots__ = ("request", "received", "started", "local_done", "ready", "response_bytes", "details")
+
+    def __init__(self, request: Request, received: int, started: int, local_done: int, details: str | None) -> None:
+        self.request = request
+        self.received = received
+        self.started = started
+        self.local_done = local_done
+        self.ready = local_done
+        self.response_bytes = 0
+        self.details = details
 
 
 class Processor(asyncio.BufferedProtocol):
@@ -98,6 +119,13 @@ class Processor(asyncio.BufferedProtocol):
         # socket.request.max.bytes is not a dynamic config: read once, not per request.
         self._max_request_size: int = server.config.socket_request_max_bytes
         self._parse_header = server.parse_header
+        self._metrics = server.request_metrics
+        # monotonic_ns of the last read (frames in the buffer arrived then) and of the end of the
+        # previous handler in this pass (the next one starts there): one clock read per request.
+        self._received = 0
+        self._mark = 0
+        # The request being waited for (muted), or whose response is still being written.
+        self._timing: _Timing | None = None
 
     # -- asyncio.BufferedProtocol -----------------------------------------------------------
 
@@ -144,6 +172,7 @@ class Processor(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
         self.last_active = time.monotonic()
+        self._received = _now_ns()
         self._process()
 
     def eof_received(self) -> bool | None:
@@ -176,6 +205,7 @@ class Processor(asyncio.BufferedProtocol):
     def _process(self) -> None:
         max_size = self._max_request_size
         buf = self._buf
+        self._mark = _now_ns()
         # The loop body runs once per request: the state checks are spelled out, not called.
         while not (self._muted or self._region_send is not None or self._write_paused or self._closed):
             start = self._start
@@ -275,6 +305,9 @@ class Processor(asyncio.BufferedProtocol):
         request = Request(
             header, frame, header.body_offset, self.connection_id, self.client_host, self.listener_name, self.principal
         )
+        started = self._mark
+        # TRACE logs the request's contents: decoded now, while the frame is still valid.
+        details = request_details(request, server.config.kafkapy_request_max_elements) if _log_enabled(_TRACE) else None
         try:
             result = server.apis.handle(request)
         except ProtocolError as e:
@@ -297,15 +330,26 @@ class Processor(asyncio.BufferedProtocol):
             )
             self.close()
             return
+        done = self._mark = _now_ns()
         if result is None or type(result) in _READY:
             self.send_response(result)
         elif isinstance(result, Awaitable):
             self._muted = True
+            self._timing = _Timing(request, self._received, started, done, details)
             server.request_channel.acquire()
             task = asyncio.ensure_future(result)
             task.add_done_callback(self._on_response_ready)
+            return
         else:
             self.send_response(result)
+        if self._region_send is None and details is None:
+            # The common case, kept to one call: answered at once and written in one go.
+            self._metrics.record(header.api_key, header.api_version, self._received, started, done, done, done)
+            if _log_enabled(_DEBUG):
+                self._log_completed(_Timing(request, self._received, started, done, None), result, done)
+        else:
+            self._timing = _Timing(request, self._received, started, done, details)
+            self._completed(result)
 
     def _on_response_ready(self, task: asyncio.Future[Response]) -> None:
         self.server.request_channel.release()
@@ -324,8 +368,46 @@ class Processor(asyncio.BufferedProtocol):
                 log.error("Closing connection %s: unexpected error", self.connection_id, exc_info=exc)
             self.close()
             return
-        self.send_response(task.result())
+        response = task.result()
+        if self._timing is not None:
+            self._timing.ready = _now_ns()
+        self.send_response(response)
+        self._completed(response)
         self._process()
+
+    def _completed(self, response: Response) -> None:
+        """Record the request in `_timing` once its response is written (now, or when the last
+        chunk of a file-region response is)."""
+        timing = self._timing
+        if timing is None:
+            return
+        if self._region_send is not None:
+            timing.response_bytes = _response_size(response)
+            return  # _continue_region_send finishes it
+        self._timing = None
+        self._finish(timing, response, _now_ns() if timing.ready != timing.local_done else timing.ready)
+
+    def _finish(self, timing: _Timing, response: Response, end: int) -> None:
+        h = timing.request.header
+        self._metrics.record(h.api_key, h.api_version, timing.received, timing.started, timing.local_done, timing.ready, end)
+        if _log_enabled(_DEBUG):
+            self._log_completed(timing, response, end)
+
+    def _log_completed(self, timing: _Timing, response: Response, end: int) -> None:
+        security = self.server.security.get(self.listener_name)
+        protocol = security.protocol if security is not None else "PLAINTEXT"
+        size = timing.response_bytes or _response_size(response)
+        request_logger.debug(
+            "%s",
+            completed_request_line(
+                timing.request,
+                self.server.api_name(timing.request.header.api_key),
+                timing.details,
+                size,
+                protocol,
+                (timing.received, timing.started, timing.local_done, timing.ready, end),
+            ),
+        )
 
     def _update_reading(self) -> None:
         if self.transport is None or self._closed:
@@ -408,6 +490,10 @@ class Processor(asyncio.BufferedProtocol):
                 transport.write(chunk[:filled] if not _TRANSPORT_KEEPS_VIEWS else bytes(chunk[:filled]))
             if send.done:
                 self._region_send = None
+                timing = self._timing
+                if timing is not None:
+                    self._timing = None
+                    self._finish(timing, None, _now_ns())
                 return
 
     def _chunk_buffer(self) -> memoryview:
@@ -420,3 +506,11 @@ class Processor(asyncio.BufferedProtocol):
             self._closed = True
             if self.transport is not None:
                 self.transport.close()
+
+
+def _response_size(response: Response) -> int:
+    if response is None:
+        return 0
+    if isinstance(response, bytes | bytearray | memoryview):
+        return len(response)
+    return sum(len(part) if not isinstance(part, FileRegion) else part.length for part in response)

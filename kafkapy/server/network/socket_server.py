@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafkapy.server.metrics.meters import RequestMetrics
 from kafkapy.server.network.acceptor import Acceptor
 from kafkapy.server.network.connection_quotas import ConnectionQuotas
 from kafkapy.server.network.memory_pool import MemoryPool
@@ -55,8 +56,11 @@ class SocketServer:
         parse_header: Any,
         api_name: Any,
         security: Mapping[str, ListenerSecurity] | None = None,
+        metrics: RequestMetrics | None = None,
     ) -> None:
         self.config = config
+        # RequestMetrics (and kafka-request.log) of every request the processors complete.
+        self.request_metrics: RequestMetrics = metrics if metrics is not None else RequestMetrics(str)
         # Listener name -> its TLS context / SASL settings; PLAINTEXT listeners need no entry.
         self.security: Mapping[str, ListenerSecurity] = security or {}
         idle_ms = config.connections_max_idle_ms
