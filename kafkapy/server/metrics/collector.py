@@ -97,6 +97,9 @@ class BrokerCollector(Collector):
 
     def _request_metrics(self) -> Iterable[Metric]:
         apis = [st for st in list(self._metrics.requests.apis) if st is not None]
+        for st in apis:
+            for h in (st.queue, st.local, st.total):
+                h.sync_count()
         rate = CounterMetricFamily(
             _name("network", "RequestMetrics", "Requests"), "RequestMetrics RequestsPerSec", labels=["request", "version"]
         )

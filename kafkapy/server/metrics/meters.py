@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-# 2^40 us is twelve days: no duration we time comes near it.
-BUCKETS = 41
+# Enough for any non-negative 64-bit value's bit_length(), so an update never checks a bound.
+BUCKETS = 65
 _MAX_BUCKET = BUCKETS - 1
 
 
@@ -40,6 +40,12 @@ class Histogram:
         self.buckets[min(us.bit_length(), _MAX_BUCKET)] += 1
         self.count += 1
         self.sum_us += us
+
+    def sync_count(self) -> int:
+        """For histograms the loop updates without touching `count` (RequestMetrics): the count
+        is the buckets' sum, taken by the scrape thread."""
+        self.count = sum(self.buckets)
+        return self.count
 
 
 class Timer:
@@ -161,8 +167,11 @@ class RequestMetrics:
     def __init__(self, api_name: Callable[[int], str]) -> None:
         self._api_name = api_name
         self.apis: list[ApiStats | None] = [None] * 128
-        # Busy time of the request handlers (local time), for RequestHandlerAvgIdlePercent.
-        self.handler_busy_ns = 0
+
+    @property
+    def handler_busy_ns(self) -> int:
+        """Busy time of the request handlers (their local time), for RequestHandlerAvgIdlePercent."""
+        return sum(st.local.sum_us for st in list(self.apis) if st is not None) << 10
 
     def stats(self, api_key: int) -> ApiStats:
         st = self.apis[api_key]
@@ -176,29 +185,25 @@ class RequestMetrics:
         """One completed request: received -> handler started -> handler returned (local) ->
         response ready (remote: a request that waited) -> response written (send: a response
         sent in chunks under flow control). Most requests have ready == end == local_done."""
-        st = self.apis[api_key] if 0 <= api_key < 128 else None
+        # The api key and version passed the handler's routing (a supported api, a version
+        # below 32767): only the version needs a bound here.
+        st = self.apis[api_key]
         if st is None:
-            if not 0 <= api_key < 128:
-                return
             st = self.stats(api_key)
-        if 0 <= version < 32:
-            st.by_version[version] += 1
-        local = local_done - started
-        self.handler_busy_ns += local
+        st.by_version[version if version < 32 else 31] += 1
+        # Per request, a bucket and a sum per histogram and nothing more: each histogram's
+        # count is its buckets' sum, taken at scrape time (Histogram.sync_count).
         q = (started - received) >> 10
         h = st.queue
-        h.buckets[q.bit_length() if q < 1 << 40 else _MAX_BUCKET] += 1
-        h.count += 1
+        h.buckets[q.bit_length()] += 1
         h.sum_us += q
-        local >>= 10
+        local = (local_done - started) >> 10
         h = st.local
-        h.buckets[local.bit_length() if local < 1 << 40 else _MAX_BUCKET] += 1
-        h.count += 1
+        h.buckets[local.bit_length()] += 1
         h.sum_us += local
         total = (end - received) >> 10
         h = st.total
-        h.buckets[total.bit_length() if total < 1 << 40 else _MAX_BUCKET] += 1
-        h.count += 1
+        h.buckets[total.bit_length()] += 1
         h.sum_us += total
         if ready != local_done:
             st.remote.observe_us((ready - local_done) >> 10)

@@ -126,6 +126,7 @@ class Processor(asyncio.BufferedProtocol):
         self._mark = 0
         # The request being waited for (muted), or whose response is still being written.
         self._timing: _Timing | None = None
+        self._log_debug = False
 
     # -- asyncio.BufferedProtocol -----------------------------------------------------------
 
@@ -206,6 +207,8 @@ class Processor(asyncio.BufferedProtocol):
         max_size = self._max_request_size
         buf = self._buf
         self._mark = _now_ns()
+        # kafka-request.log's level, looked at once per pass over the buffer, not per request.
+        self._log_debug = _log_enabled(_DEBUG)
         # The loop body runs once per request: the state checks are spelled out, not called.
         while not (self._muted or self._region_send is not None or self._write_paused or self._closed):
             start = self._start
@@ -307,7 +310,9 @@ class Processor(asyncio.BufferedProtocol):
         )
         started = self._mark
         # TRACE logs the request's contents: decoded now, while the frame is still valid.
-        details = request_details(request, server.config.kafkapy_request_max_elements) if _log_enabled(_TRACE) else None
+        details = None
+        if self._log_debug and _log_enabled(_TRACE):
+            details = request_details(request, server.config.kafkapy_request_max_elements)
         try:
             result = server.apis.handle(request)
         except ProtocolError as e:
@@ -345,7 +350,7 @@ class Processor(asyncio.BufferedProtocol):
         if self._region_send is None and details is None:
             # The common case, kept to one call: answered at once and written in one go.
             self._metrics.record(header.api_key, header.api_version, self._received, started, done, done, done)
-            if _log_enabled(_DEBUG):
+            if self._log_debug:
                 self._log_completed(_Timing(request, self._received, started, done, None), result, done)
         else:
             self._timing = _Timing(request, self._received, started, done, details)

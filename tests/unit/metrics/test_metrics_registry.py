@@ -26,11 +26,11 @@ def test_histogram_buckets_are_powers_of_two_microseconds() -> None:
 
 
 def test_quantile_interpolates_inside_its_bucket() -> None:
-    buckets = [0] * 41
+    buckets = [0] * 65
     buckets[11] = 100  # [1024, 2048) us
     assert quantile_us(buckets, 0.5) == pytest.approx(1536)
     assert quantile_us(buckets, 0.99) == pytest.approx(1024 + 1024 * 0.99)
-    assert quantile_us([0] * 41, 0.99) == 0.0
+    assert quantile_us([0] * 65, 0.99) == 0.0
 
 
 def test_windowed_quantiles_forget_what_is_older_than_the_window() -> None:
@@ -57,12 +57,12 @@ def test_request_metrics_split_a_request_into_kafka_s_times() -> None:
     metrics.record(1, 12, 0, 0, 1 * ms, 101 * ms, 106 * ms)
     produce, fetch = metrics.stats(0), metrics.stats(1)
     assert produce.requests == 1 and produce.by_version[9] == 1
-    assert produce.remote.count == 0 and produce.send.count == 0
+    assert produce.remote.count == 0 and produce.send.count == 0 and produce.total.sync_count() == 1
     assert produce.total.sum_us == pytest.approx(3 * ms / 1024, rel=0.01)
     assert fetch.remote.count == 1 and fetch.send.count == 1
     assert fetch.remote.sum_us == pytest.approx(100 * ms / 1024, rel=0.01)
     assert fetch.total.sum_us == pytest.approx(106 * ms / 1024, rel=0.01)
-    assert metrics.handler_busy_ns == 3 * ms
+    assert metrics.handler_busy_ns == pytest.approx(3 * ms, rel=0.01)
 
 
 def test_all_topics_figures_are_the_sum_and_never_go_back() -> None:
