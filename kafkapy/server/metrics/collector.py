@@ -50,6 +50,10 @@ REQUEST_TIMES = (
 )
 
 
+# The request path's histograms count in 1.024 us units (ns >> 10, no division per request).
+REQUEST_UNIT = 1.024
+
+
 def _name(domain: str, bean_type: str, name: str) -> str:
     return f"kafka_{domain}_{bean_type}_{name}".lower()
 
@@ -96,7 +100,7 @@ class BrokerCollector(Collector):
     # -- RequestMetrics -------------------------------------------------------------------------
 
     def _request_metrics(self) -> Iterable[Metric]:
-        apis = [st for st in list(self._metrics.requests.apis) if st is not None]
+        apis = self._metrics.requests.counted()
         for st in apis:
             for h in (st.queue, st.local, st.total):
                 h.sync_count()
@@ -112,19 +116,24 @@ class BrokerCollector(Collector):
             name = _name("network", "RequestMetrics", kafka_name)
             family = Metric(name, f"RequestMetrics {kafka_name}", "summary")
             for st in apis:
-                count = st.total.count
+                timed = st.total.count  # the sampled requests (all but a share of Produce/Fetch)
                 histogram = getattr(st, attr) if attr is not None else None
-                zeros = count - (histogram.count if histogram is not None else 0) if implied else 0
-                self._summary(family, name, {"request": st.name}, histogram or Histogram(), count, zeros)
+                zeros = timed - (histogram.count if histogram is not None else 0) if implied else 0
+                # _count is every request; _sum is scaled up from the timed ones.
+                scale = st.requests / timed if timed else 0.0
+                self._summary(
+                    family, name, {"request": st.name}, histogram or Histogram(), st.requests, zeros, scale, REQUEST_UNIT
+                )
             yield family
 
     def _summary(
-        self, family: Metric, name: str, labels: dict[str, str], h: Histogram, count: int, zeros: int
-    ) -> None:
+        self, family: Metric, name: str, labels: dict[str, str], h: Histogram, count: int, zeros: int,
+        scale: float = 1.0, unit: float = 1.0,
+    ) -> None:  # fmt: skip
         for label, value in self._quantiles.quantiles_ms(h, zeros):
-            family.add_sample(name, {**labels, "quantile": label}, value)
+            family.add_sample(name, {**labels, "quantile": label}, value * unit)
         family.add_sample(name + "_count", labels, count)
-        family.add_sample(name + "_sum", labels, h.sum_us / 1000.0)
+        family.add_sample(name + "_sum", labels, h.sum_us * scale * unit / 1000.0)
 
     def _timer(self, name: str, h: Histogram) -> Iterable[Metric]:
         family = Metric(name, name, "summary")

@@ -52,9 +52,11 @@ def test_request_metrics_split_a_request_into_kafka_s_times() -> None:
     metrics = RequestMetrics(lambda key: {0: "Produce", 1: "Fetch"}[key])
     ms = 1_000_000
     # Produce v9: 1 ms queued, 2 ms handling, answered at once.
-    metrics.record(0, 9, 0, 1 * ms, 3 * ms, 3 * ms, 3 * ms)
+    metrics.counts[0][9] += 1  # the processor counts every request, and times a sample
+    metrics.record(0, 0, 1 * ms, 3 * ms, 3 * ms, 3 * ms)
     # Fetch v12: waited 100 ms in purgatory, then 5 ms to write its regions.
-    metrics.record(1, 12, 0, 0, 1 * ms, 101 * ms, 106 * ms)
+    metrics.counts[1][12] += 1
+    metrics.record(1, 0, 0, 1 * ms, 101 * ms, 106 * ms)
     produce, fetch = metrics.stats(0), metrics.stats(1)
     assert produce.requests == 1 and produce.by_version[9] == 1
     assert produce.remote.count == 0 and produce.send.count == 0 and produce.total.sync_count() == 1
@@ -128,7 +130,8 @@ def scrape(active: bool = True) -> dict[str, float]:
     metrics = BrokerMetrics(lambda key: {0: "PRODUCE"}.get(key, "FETCH"))
     metrics.topics.topic("t").messages_in += 3
     metrics.topics.topic("t").bytes_in += 300
-    metrics.requests.record(0, 9, 0, 1000, 2000, 2000, 2000)
+    metrics.requests.counts[0][9] += 8  # eight Produce requests, one of them timed
+    metrics.requests.record(0, 0, 1000, 2000, 2000, 2000)
     metrics.bind(fake_server(metrics, active))  # type: ignore[arg-type]
     samples: dict[str, float] = {}
     for line in generate_latest(metrics.registry).decode().splitlines():
@@ -142,8 +145,10 @@ def test_a_scrape_uses_the_jmx_exporter_s_names() -> None:
     s = scrape()
     assert s["kafka_server_brokertopicmetrics_messagesin_total"] == 3
     assert s['kafka_server_brokertopicmetrics_bytesin_total{topic="t"}'] == 300
-    assert s['kafka_network_requestmetrics_requests_total{request="Produce",version="9"}'] == 1
-    assert s['kafka_network_requestmetrics_totaltimems_count{request="Produce"}'] == 1
+    assert s['kafka_network_requestmetrics_requests_total{request="Produce",version="9"}'] == 8
+    assert s['kafka_network_requestmetrics_totaltimems_count{request="Produce"}'] == 8
+    # The sum is the timed request's (2000 ns >> 10 units of 1.024 us) scaled to all eight.
+    assert s['kafka_network_requestmetrics_totaltimems_sum{request="Produce"}'] == pytest.approx(8 * 1 * 1.024 / 1000)
     assert 'kafka_network_requestmetrics_localtimems{quantile="0.99",request="Produce"}' in s
     assert s['kafka_network_requestmetrics_remotetimems{quantile="0.99",request="Produce"}'] == 0
     assert s["kafka_server_replicamanager_partitioncount"] == 2
