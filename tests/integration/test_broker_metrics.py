@@ -14,6 +14,7 @@ import re
 import time
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkapy.testing import BrokerHandle, KafkapyCluster
+from kafkapy.testing import BrokerHandle, KafkapyCluster, kafkapy_cluster_context
 
 WAIT_S = 60.0
 OVERRIDES = {"kafkapy.metrics.port": "0", "kafkapy.metrics.host": "127.0.0.1", "auto.leader.rebalance.enable": "false"}
@@ -151,3 +152,29 @@ def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(kafkap
     wait_until(lambda: value(scrape(controller), "kafka_controller_kafkacontroller_offlinepartitionscount") == 1,
                "the controller to count the lonely partition offline")  # fmt: skip
     assert total(survivors, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+
+
+@pytest.mark.timeout(180)
+def test_the_request_log_has_kafka_s_completed_request_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kafka.request.logger at TRACE (config/logging.yaml through $KAFKAPY_LOG_CONFIG): one
+    "Completed request:" line per request in kafka-request.log, with the request's contents."""
+    config = tmp_path / "logging.yaml"
+    config.write_text("loggers:\n  kafka.request.logger: TRACE\nretention:\n  max.rolled.files: 2\n")
+    monkeypatch.setenv("KAFKAPY_LOG_CONFIG", str(config))
+    with kafkapy_cluster_context(1, None, tmp_path / "cluster") as cluster:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "request-log-test"})
+        producer.produce("logged", b"hello")
+        assert producer.flush(WAIT_S) == 0
+        request_log = cluster.brokers[0].logs / "kafka-request.log"
+        lines = wait_until(
+            lambda: [ln for ln in request_log.read_text().splitlines() if "apiKey=PRODUCE" in ln], "a Produce line"
+        )
+    line = lines[0]
+    assert "DEBUG Completed request:RequestHeader(apiKey=PRODUCE, apiVersion=" in line
+    assert "clientId=request-log-test" in line
+    assert re.search(r"from connection 127\.0\.0\.1:\d+-127\.0\.0\.1:\d+;totalTime:[\d.]+,requestQueueTime:", line)
+    assert ",securityProtocol:PLAINTEXT,principal:User:ANONYMOUS,listener:PLAINTEXT," in line
+    assert "logged" in line  # TRACE: the request's contents (its topic)
+    assert line.endswith("(kafka.request.logger)")
