@@ -66,7 +66,9 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 
 def create(cluster: KafkapyCluster, topic: str, assignment: list[list[int]]) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, replica_assignment=assignment)])[topic].result(WAIT_S)
+    admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)])[topic].result(
+        WAIT_S
+    )
 
 
 def log_bytes(cluster: KafkapyCluster, topic: str, partitions: int) -> int:
