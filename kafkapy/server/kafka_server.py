@@ -22,7 +22,6 @@ from kafkapy.server.log_tasks import LogTasks
 from kafkapy.server.meta_properties import check_and_write_meta_properties
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.metrics.http_server import MetricsServer
-from kafkapy.server.metrics.loop_idle import TimedSelector, timed_loop_factory
 from kafkapy.server.metrics.registry import BrokerMetrics
 from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
@@ -83,15 +82,12 @@ class KafkaServer:
 
     def run(self) -> int:
         """Run until SIGTERM/SIGINT; returns the process exit code."""
-        # The loop's selector is timed: its idle share is NetworkProcessorAvgIdlePercent.
-        selectors: list[TimedSelector] = []
-        with asyncio.Runner(loop_factory=timed_loop_factory(selectors)) as runner:
-            self.metrics.selector = selectors[0] if selectors else None
-            return runner.run(self._run())
+        return asyncio.run(self._run())
 
     async def _run(self) -> int:
         loop = asyncio.get_running_loop()
         self._loop = loop
+        self.metrics.watch_loop_thread()  # NetworkProcessorAvgIdlePercent: this thread's CPU clock
         self.io_executor = _executor(self.config)
         loop.set_default_executor(self.io_executor)
         for sig in (signal.SIGTERM, signal.SIGINT):

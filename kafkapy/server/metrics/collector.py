@@ -215,7 +215,7 @@ class BrokerCollector(Collector):
     def _idle(self) -> Iterable[Metric]:
         yield GaugeMetricFamily(
             _name("network", "SocketServer", "NetworkProcessorAvgIdlePercent"),
-            "Share of wall time the event loop waited in select() since the previous scrape",
+            "Share of wall time the event loop's thread was off the CPU since the previous scrape",
             value=self._network_idle.sample(),
         )
         yield GaugeMetricFamily(

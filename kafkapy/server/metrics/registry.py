@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from kafkapy.server.metrics.loop_idle import TimedSelector
+from kafkapy.server.metrics.loop_idle import ThreadCpuClock
 from kafkapy.server.metrics.meters import BrokerTopicStats, RequestMetrics
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class BrokerMetrics:
     def __init__(self, api_name: Callable[[int], str]) -> None:
         self.topics = BrokerTopicStats()
         self.requests = RequestMetrics(lambda key: kafka_request_name(api_name(key)))
-        self.selector: TimedSelector | None = None  # the loop's, when it was made by timed_loop_factory
+        self._loop_clock: ThreadCpuClock | None = None  # the event loop thread's CPU clock
         self.registry = CollectorRegistry(auto_describe=False)
 
     def bind(self, server: KafkaServer) -> None:
@@ -38,5 +38,9 @@ class BrokerMetrics:
 
         self.registry.register(BrokerCollector(server, self))
 
+    def watch_loop_thread(self) -> None:
+        """Call on the event loop's thread: its CPU clock gives the loop's idle share."""
+        self._loop_clock = ThreadCpuClock()
+
     def loop_idle_ns(self) -> int:
-        return self.selector.idle_ns if self.selector is not None else 0
+        return self._loop_clock.idle_ns() if self._loop_clock is not None else 0
