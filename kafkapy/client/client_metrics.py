@@ -93,11 +93,63 @@ class Stat:
             return max(s.max for s in samples) if samples else math.nan
 
 
-class Gauge:
-    """A value set by the client (records-lag-max's per-fetch maximum)."""
+class ProducerMetrics:
+    """Kafka's producer-metrics group (the sender thread records, once per batch or request)."""
 
     def __init__(self) -> None:
-        self.value = math.nan
+        self.record_send = Stat()  # value: records in a batch acknowledged
+        self.record_error = Stat()  # value: records of a batch that failed
+        self.record_retry = Stat()  # value: records of a batch sent again
+        self.batch_size = Stat()  # value: bytes of a batch sent
+        self.records_per_request = Stat()
+        self.request_latency_ms = Stat()
+        self.outgoing_bytes = Stat()  # value: bytes of a Produce request
 
-    def set(self, value: float) -> None:
-        self.value = value
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        return {
+            "producer-metrics": {
+                "record-send-rate": self.record_send.rate(),
+                "record-send-total": self.record_send.total,
+                "record-error-rate": self.record_error.rate(),
+                "record-error-total": self.record_error.total,
+                "record-retry-rate": self.record_retry.rate(),
+                "record-retry-total": self.record_retry.total,
+                "batch-size-avg": self.batch_size.avg(),
+                "batch-size-max": self.batch_size.max(),
+                "records-per-request-avg": self.records_per_request.avg(),
+                "request-latency-avg": self.request_latency_ms.avg(),
+                "request-latency-max": self.request_latency_ms.max(),
+                "request-rate": self.request_latency_ms.count_rate(),
+                "request-total": float(self.request_latency_ms.count),
+                "outgoing-byte-rate": self.outgoing_bytes.rate(),
+                "outgoing-byte-total": self.outgoing_bytes.total,
+            }
+        }
+
+
+class ConsumerMetrics:
+    """Kafka's consumer-fetch-manager-metrics group (recorded once per fetch response)."""
+
+    def __init__(self) -> None:
+        self.records_consumed = Stat()  # value: records of one fetch response
+        self.bytes_consumed = Stat()  # value: record bytes of one fetch response
+        self.fetch_latency_ms = Stat()
+        self.records_lag = Stat()  # value: the largest partition lag after one fetch response
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        return {
+            "consumer-fetch-manager-metrics": {
+                "records-consumed-rate": self.records_consumed.rate(),
+                "records-consumed-total": self.records_consumed.total,
+                "bytes-consumed-rate": self.bytes_consumed.rate(),
+                "bytes-consumed-total": self.bytes_consumed.total,
+                "records-per-request-avg": self.records_consumed.avg(),
+                "fetch-size-avg": self.bytes_consumed.avg(),
+                "fetch-size-max": self.bytes_consumed.max(),
+                "fetch-latency-avg": self.fetch_latency_ms.avg(),
+                "fetch-latency-max": self.fetch_latency_ms.max(),
+                "fetch-rate": self.fetch_latency_ms.count_rate(),
+                "fetch-total": float(self.fetch_latency_ms.count),
+                "records-lag-max": self.records_lag.max(),
+            }
+        }
