@@ -1,7 +1,7 @@
 """A/B two kafkapy source trees on the broker-bound workloads, alternating A B A B.
 
     python benchmarks/ab.py --a /path/to/tree-a --b /path/to/tree-b [--rounds 3] [--small-only]
-        [--b-metrics]   # B's broker opens its Prometheus endpoint and is scraped every second
+        [--a-metrics] [--b-metrics]   # that broker opens its Prometheus endpoint, scraped every second
 
 Each tree's `kafkapy` package goes first on PYTHONPATH of the broker it starts (a tree can be
 made with `git worktree add /tmp/a HEAD`). Workloads: pipelined single-record produce requests
@@ -117,12 +117,14 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=100_000, help="pipelined requests per round")
     parser.add_argument("--records", type=int, default=200_000, help="1 KB records per round")
     parser.add_argument("--small-only", action="store_true", help="only the pipelined small requests")
+    parser.add_argument("--a-metrics", action="store_true", help="A opens its metrics endpoint, scraped every second")
     parser.add_argument("--b-metrics", action="store_true", help="B opens its metrics endpoint, scraped every second")
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for r in range(args.rounds):
         for name, tree in (("A", args.a), ("B", args.b)):
-            figures = one_round(tree.resolve(), args.small, args.records, args.small_only, name == "B" and args.b_metrics)
+            metrics = args.a_metrics if name == "A" else args.b_metrics
+            figures = one_round(tree.resolve(), args.small, args.records, args.small_only, metrics)
             runs[name].append(figures)
             print(f"round {r + 1} {name}: " + "  ".join(f"{k}={v:,.1f}" for k, v in figures.items()), flush=True)
     print()

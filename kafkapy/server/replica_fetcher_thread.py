@@ -47,6 +47,7 @@ from kafkapy.server.follower_rules import (
     out_of_range_action,
 )
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.metrics.process_metrics import REPLICATION_BYTES_IN
 from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
@@ -426,6 +427,7 @@ class ReplicaFetcherThread(threading.Thread):
         records = follower_records(pd.records, state.fetch_offset)
         if records is not None:
             the_log.append_as_follower(records)
+            REPLICATION_BYTES_IN.inc(len(records))
             state.fetch_offset = the_log.log_end_offset
             if self.quota is not None and self.quota.is_throttled(tp):
                 self.quota.record(len(records))

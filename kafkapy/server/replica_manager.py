@@ -285,6 +285,11 @@ class ReplicaManager:
                 self._complete_delayed(tp)
                 out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0})
         self.fetcher_manager.shutdown_idle_fetcher_threads()
+        # A topic this broker no longer hosts loses its BrokerTopicMetrics, as in Kafka (the
+        # all-topics counters keep what it counted).
+        hosted = {tp.topic for tp in self.partitions}
+        for topic in {ts.topic_name for ts in request.topic_states} - hosted:
+            self.topic_stats.remove_topic(topic)
         return {"error_code": 0, "partition_errors": out}
 
     def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_LEADER_EPOCH) -> Partition:

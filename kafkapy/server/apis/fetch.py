@@ -160,8 +160,8 @@ def _count(apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dic
     topic_stats = apis.replica_manager.topic_stats
     follower = replica_id >= 0
     for w in wanted:
-        if w.topic is None:
-            continue
+        if w.topic is None or w.error_code:
+            continue  # an unknown topic gets no metrics (a client must not grow them at will)
         stats = topic_stats.topics.get(w.topic) or topic_stats.topic(w.topic)
         stats.total_fetch_requests += 1
         r = results.get(TopicPartition(w.topic, w.partition))

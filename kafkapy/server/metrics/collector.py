@@ -87,6 +87,7 @@ class BrokerCollector(Collector):
         stats = self._metrics.topics
         per_topic = list(stats.topics.items())
         total = stats.all_topics()
+        total.replication_bytes_in += pm.REPLICATION_BYTES_IN.value  # counted by the fetcher threads
         for meter, attr, topics_too in TOPIC_METERS:
             family = CounterMetricFamily(
                 _name("server", "BrokerTopicMetrics", meter), f"BrokerTopicMetrics {meter}PerSec", labels=["topic"]

@@ -19,6 +19,8 @@ UNCLEAN_LEADER_ELECTIONS = Counter()
 # kafka.server:type=ReplicaManager,name=IsrShrinksPerSec / IsrExpandsPerSec
 ISR_SHRINKS = Counter()
 ISR_EXPANDS = Counter()
+# kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesInPerSec: what the fetchers appended
+REPLICATION_BYTES_IN = Counter()
 # kafka.server:type=SessionExpireListener,name=ZooKeeperExpiresPerSec / ZooKeeperDisconnectsPerSec
 ZOOKEEPER_EXPIRES = Counter()
 ZOOKEEPER_DISCONNECTS = Counter()
