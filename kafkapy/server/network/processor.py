@@ -67,11 +67,15 @@ _DEBUG = logging.DEBUG
 _TRACE = 5  # log4j's TRACE, below Python's DEBUG
 _log_enabled = request_logger.isEnabledFor
 _now_ns = time.monotonic_ns
-# kafka-request.log at DEBUG: refreshed at each pass over a receive buffer. A module global, not
-# an attribute: a Processor past 30 instance attributes loses CPython's shared-key instance
-# dict, and with it the fast attribute access every line of the request path relies on
-# (measured: +0.3-0.5 us per request).
+# kafka-request.log at DEBUG: looked at by the SocketServer at start-up and at every idle-reaper
+# tick (<= 5 s), not per request or per read (a level change from a logging config applies
+# within a tick). A module global, not a Processor attribute: see _ConnectionStats.
 _LOG_DEBUG = False
+
+
+def refresh_request_log_level() -> None:
+    global _LOG_DEBUG
+    _LOG_DEBUG = _log_enabled(_DEBUG)
 
 
 class _ConnectionStats:
@@ -222,9 +226,6 @@ class Processor(asyncio.BufferedProtocol):
     def _process(self) -> None:
         max_size = self._max_request_size
         buf = self._buf
-        # kafka-request.log's level, looked at once per pass over the buffer, not per request.
-        global _LOG_DEBUG
-        _LOG_DEBUG = _log_enabled(_DEBUG)
         # The loop body runs once per request: the state checks are spelled out, not called.
         while not (self._muted or self._region_send is not None or self._write_paused or self._closed):
             start = self._start
