@@ -155,7 +155,7 @@ class SimpleConsumer:
             raise ValueError("subscribe needs a group_id (use assign() without one)")
         if self._coordinator is None:
             self.assign([])
-            self._coordinator = ConsumerCoordinator(self, self._bootstrap, self.group_id, **self._group_config)
+            self._coordinator = ConsumerCoordinator(self, self._bootstrap, self.group_id, **self._group_config)  # type: ignore[arg-type]  # the group keys the constructor validated
         self._coordinator.subscribe(topics, pattern, listener)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -320,7 +320,7 @@ class SimpleConsumer:
             self._fetching.add(node)
             sent = time.monotonic()
             self.client.send(node, ApiKey.FETCH, self._fetch_body(fetched),
-                             lambda r, e, n=node, f=fetched, s=sent: self._on_fetch(n, f, r, e, s),
+                             lambda r, e, n=node, f=fetched, s=sent: self._on_fetch(n, f, r, e, s),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                              max_version=FETCH_MAX_VERSION)  # fmt: skip
 
     def _fetch_body(self, fetched: Mapping[TopicPartition, int | None]) -> dict[str, Any]:

@@ -40,7 +40,8 @@ def _this_broker(apis: KafkaApis, listener: str) -> list[dict[str, Any]]:
 def controller_id(apis: KafkaApis) -> int:
     cid = apis.metadata_cache.controller_id
     if cid is not None:
-        return cid
+        result: int = cid
+        return result
     # Before the first UpdateMetadata: the controller this broker knows from /controller (every
     # broker's KafkaController watches it), rather than -1, which admin clients do not re-ask.
     controller = apis.server.controller

@@ -24,7 +24,8 @@ async def handle_leader_and_isr(apis: KafkaApis, request: Request, body: Any) ->
     response = apis.replica_manager.become_leader_or_follower(body, configs)
     _update_group_coordinator(apis, body, response)
     _update_transaction_coordinator(apis, body, response)
-    return response
+    result: dict[str, Any] = response
+    return result
 
 
 def _update_transaction_coordinator(apis: KafkaApis, body: Any, response: dict[str, Any]) -> None:
@@ -103,7 +104,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[st
                     gc.on_resigned(ps.partition_index)
                 elif ts.topic_name == TRANSACTION_STATE_TOPIC_NAME and tc is not None:
                     tc.on_resigned(ps.partition_index)
-    return apis.replica_manager.stop_replicas(body)
+    result: dict[str, Any] = apis.replica_manager.stop_replicas(body)
+    return result
 
 
 @handles(ApiKey.CONTROLLED_SHUTDOWN)

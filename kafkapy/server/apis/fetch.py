@@ -64,7 +64,8 @@ def _replica_id(body: Any, version: int) -> int:
     if version >= 15:
         state = getattr(body, "replica_state", None)
         return state.replica_id if state is not None else -1
-    return body.replica_id
+    result: int = body.replica_id
+    return result
 
 
 @handles(ApiKey.FETCH, raw=True)
@@ -189,9 +190,10 @@ def _read(
         for w in wanted
         if not w.error_code and w.topic is not None
     ]
-    return apis.replica_manager.read_from_local_log(
+    results: dict[TopicPartition, FetchResult] = apis.replica_manager.read_from_local_log(
         replica_id, isolation, max_bytes, ranges, update_follower_state
     )
+    return results
 
 
 def _encode(

@@ -131,7 +131,7 @@ async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) 
         "port": endpoint[1],
         "error_code": 0,
         "error_message": None,
-    }  # type: ignore[union-attr]
+    }
 
 
 def _coordinator_error(key: str, code: int, message: str | None = None) -> dict[str, Any]:

@@ -92,7 +92,7 @@ class BrokerCollector(Collector):
             family = CounterMetricFamily(
                 _name("server", "BrokerTopicMetrics", meter), f"BrokerTopicMetrics {meter}PerSec", labels=["topic"]
             )
-            family.add_metric([], getattr(total, attr))  # type: ignore[arg-type]
+            family.add_metric([], getattr(total, attr))
             if topics_too:
                 for topic, t in per_topic:
                     family.add_metric([topic], getattr(t, attr))

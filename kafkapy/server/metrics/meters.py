@@ -108,8 +108,16 @@ class TopicStats:
     )
 
     def __init__(self) -> None:
-        for name in TopicStats.__slots__:
-            setattr(self, name, 0)
+        self.messages_in = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.bytes_rejected = 0
+        self.failed_produce_requests = 0
+        self.failed_fetch_requests = 0
+        self.total_produce_requests = 0
+        self.total_fetch_requests = 0
+        self.replication_bytes_in = 0
+        self.replication_bytes_out = 0
 
 
 class BrokerTopicStats:
