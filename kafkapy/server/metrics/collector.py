@@ -162,9 +162,16 @@ class BrokerCollector(Collector):
             ("LeaderCount", leaders),
             ("UnderReplicatedPartitions", under),
             ("UnderMinIsrPartitionCount", under_min),
-            ("OfflineReplicaCount", 0),
+            ("OfflineReplicaCount", len(getattr(rm, "offline_partitions", ()))),
         ):
             yield GaugeMetricFamily(_name("server", "ReplicaManager", name), f"ReplicaManager {name}", value=value)
+        log_manager = self._server.log_manager
+        channel = getattr(log_manager, "failure_channel", None)
+        yield GaugeMetricFamily(
+            _name("log", "LogManager", "OfflineLogDirectoryCount"),
+            "LogManager OfflineLogDirectoryCount",
+            value=len(list(channel.offline_dirs)) if channel is not None else 0,
+        )
         for name, counter in (("IsrShrinks", pm.ISR_SHRINKS), ("IsrExpands", pm.ISR_EXPANDS)):
             yield CounterMetricFamily(
                 _name("server", "ReplicaManager", name), f"ReplicaManager {name}PerSec", value=counter.value

@@ -123,6 +123,7 @@ def fake_server(metrics: BrokerMetrics, active: bool) -> SimpleNamespace:
         controller=FakeController(active),
         group_coordinator=SimpleNamespace(manager=SimpleNamespace(groups={"g": members})),
         zk=SimpleNamespace(session_state=lambda: "CONNECTED"),
+        log_manager=SimpleNamespace(failure_channel=SimpleNamespace(offline_dirs=frozenset({"/data/1"}))),
     )
 
 
@@ -164,6 +165,7 @@ def test_a_scrape_uses_the_jmx_exporter_s_names() -> None:
     assert s["kafka_coordinator_group_groupmetadatamanager_numgroupsstable"] == 1
     assert s['kafka_server_sessionexpirelistener_sessionstate{state="CONNECTED"}'] == 1
     assert s["kafka_server_kafkaserver_brokerstate"] == 3
+    assert s["kafka_log_logmanager_offlinelogdirectorycount"] == 1
     assert "kafka_log_logflushstats_logflushrateandtimems_count" in s
     assert "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count" in s
     assert "kafka_controller_controllerstats_leaderelectionrateandtimems_count" in s
