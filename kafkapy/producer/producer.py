@@ -245,6 +245,12 @@ class KafkaProducer:
         txn.end_transaction(commit=False)
         self._transaction_futures.clear()
 
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """Kafka's producer metrics by group and name, as kafka-python returns them
+        ({"producer-metrics": {"record-send-rate": ..., "batch-size-avg": ..., ...}}); rates and
+        averages cover the last 30-60 s, totals everything since the producer started."""
+        return self._sender.metrics.snapshot()
+
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each of those records is acknowledged or
         failed; TimeoutException after `timeout` seconds."""

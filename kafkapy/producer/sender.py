@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from kafkapy.client.client_metrics import ProducerMetrics
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.producer.accumulator import RecordAccumulator
 from kafkapy.producer.batch import ProducerBatch
@@ -80,6 +81,8 @@ class Sender(threading.Thread):
         self.config = config
         self.client = client
         self.accumulator = accumulator
+        # Kafka's producer-metrics, recorded per batch and per request (KafkaProducer.metrics()).
+        self.metrics = ProducerMetrics()
         self.running = True
         self.force_close = False
         self.fatal_error: BaseException | None = None
@@ -181,8 +184,18 @@ class Sender(threading.Thread):
     def _send_produce(self, node: int, batches: list[ProducerBatch]) -> None:
         acks = self.config.acks
         body = encode_produce_request(acks, self.config.request_timeout_ms, batches)
+        metrics = self.metrics
+        sent = time.monotonic()
+        records = 0
+        for batch in batches:
+            metrics.batch_size.record(batch.size)
+            metrics.outgoing_bytes.record(batch.size)
+            records += batch.count
+        metrics.records_per_request.record(records)
 
         def on_response(resp: Any, exc: BaseException | None) -> None:
+            if exc is None:
+                metrics.request_latency_ms.record((time.monotonic() - sent) * 1000)
             self._handle_produce_response(batches, resp, exc)
 
         try:
@@ -234,6 +247,7 @@ class Sender(threading.Thread):
             and not self.force_close
         ):
             log.debug("retrying %s (attempt %d): %s", batch, batch.attempts + 1, error)
+            self.metrics.record_retry.record(batch.count)
             self.accumulator.muted.discard(batch.tp)
             self.accumulator.reenqueue(batch, now)
             return
@@ -241,11 +255,13 @@ class Sender(threading.Thread):
 
     def _done(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self.accumulator.muted.discard(batch.tp)
+        self.metrics.record_send.record(batch.count)
         batch.complete(base_offset, log_append_time, None)
         self.accumulator.deallocate(batch)
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         self.accumulator.muted.discard(batch.tp)
+        self.metrics.record_error.record(batch.count)
         batch.complete(-1, -1, error)
         self.accumulator.deallocate(batch)
 

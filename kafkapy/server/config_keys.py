@@ -76,6 +76,11 @@ BROKER_CONFIG = (
             "Most partitions one CreateTopics or CreatePartitions request may ask for, over all its topics")
     .define("kafkapy.request.max.elements", INT, 2000000, at_least(1), LOW,
             "Most array elements one request may decode into, over all its arrays (each is a Python object)")
+    # ---- kafkapy's Prometheus endpoint (Kafka's equivalent is the JMX exporter agent)
+    .define("kafkapy.metrics.port", INT, -1, at_least(-1), MEDIUM,
+            "Port of the Prometheus metrics endpoint (/metrics); -1: no endpoint, 0: any free port")
+    .define("kafkapy.metrics.host", STRING, "0.0.0.0", None, LOW,
+            "Address the Prometheus metrics endpoint binds")
     # ---- General
     .define("broker.id", INT, -1, None, HIGH, "This broker's id; -1 lets the broker generate one from ZooKeeper")
     .define("broker.id.generation.enable", BOOLEAN, True, None, MEDIUM, "Allow broker id generation when broker.id is -1")

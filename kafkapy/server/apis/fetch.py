@@ -25,8 +25,13 @@ from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    FencedLeaderEpochException,
     FetchSessionIdNotFoundException,
+    KafkaStorageException,
+    NotLeaderOrFollowerException,
+    OffsetOutOfRangeException,
     TopicAuthorizationException,
+    UnknownLeaderEpochException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
@@ -36,6 +41,18 @@ from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
 from kafkapy.server.security.acl import Operation, ResourceType
+
+# Kafka's FailedFetchRequestsPerSec leaves these out: a client's stale view, not a broker failure.
+_EXPECTED_FETCH_ERRORS = frozenset(
+    (
+        UnknownTopicOrPartitionException.code,
+        NotLeaderOrFollowerException.code,
+        OffsetOutOfRangeException.code,
+        FencedLeaderEpochException.code,
+        UnknownLeaderEpochException.code,
+        KafkaStorageException.code,
+    )
+)
 
 
 @dataclass(slots=True)
@@ -165,6 +182,28 @@ async def _delayed(
     return _respond(apis, request, version, wanted, replica_id, results)
 
 
+def _count(apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dict[TopicPartition, FetchResult]) -> None:
+    """BrokerTopicMetrics of one answered fetch, per partition as Kafka counts them: a consumer's
+    bytes are BytesOut of the topic, a follower's are ReplicationBytesOut."""
+    topic_stats = apis.replica_manager.topic_stats
+    follower = replica_id >= 0
+    for w in wanted:
+        if w.topic is None or w.error_code:
+            continue  # an unknown topic gets no metrics (a client must not grow them at will)
+        stats = topic_stats.topics.get(w.topic) or topic_stats.topic(w.topic)
+        stats.total_fetch_requests += 1
+        r = results.get(TopicPartition(w.topic, w.partition))
+        if r is None:
+            continue
+        if r.error_code and r.error_code not in _EXPECTED_FETCH_ERRORS:
+            stats.failed_fetch_requests += 1
+        if r.size:
+            if follower:
+                topic_stats.all.replication_bytes_out += r.size
+            else:
+                stats.bytes_out += r.size
+
+
 def _read(
     apis: KafkaApis,
     wanted: list[_Wanted],
@@ -194,6 +233,7 @@ def _respond(
 ) -> list[Any]:
     """The response, unless the client is over its quota: then (Kafka 2.x, KIP-219) an empty
     response carrying the throttle time, and the bytes it would have had are not counted."""
+    _count(apis, wanted, replica_id, results)
     response = _encode(request, version, wanted, 0, results)
     if replica_id >= 0:
         return response  # followers are bounded by the replication quotas instead

@@ -52,6 +52,7 @@ from kafkapy.server.log.segment_swap import (
     delete_replaced,
 )
 from kafkapy.server.log.transaction_index import AbortedTxn
+from kafkapy.server.metrics.process_metrics import LOG_FLUSH
 
 logger = logging.getLogger("kafkapy.log.Log")
 
@@ -448,8 +449,9 @@ class Log:
             first = max(self._segments.bisect_right(self.recovery_point) - 1, 0)
             last = self._segments.bisect_left(offset)
             segments = list(self._segments.values()[first : max(last, first + 1)])
-        for segment in segments:
-            segment.flush()
+        with LOG_FLUSH.time():  # LogFlushStats: an fsync of the log, on an io thread
+            for segment in segments:
+                segment.flush()
         with self._lock:
             if offset > self.recovery_point:
                 self.recovery_point = offset
