@@ -8,7 +8,9 @@
 Writes each record as Kafka's DefaultMessageFormatter does (value, then line.separator; with
 print.timestamp / print.partition / print.offset / print.key before it) and ends with
 "Processed a total of N messages" on stderr. Values are written as raw bytes, so a file piped
-through a topic comes back byte for byte.
+through a topic comes back byte for byte. `--formatter
+"kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter"` (with `--topic
+__consumer_offsets`) prints the group coordinator's committed offsets as Kafka's does.
 
 With --group (and --topic or --whitelist) the consumer subscribes as a member of the group,
 as Kafka's does: the group's members split the partitions (range, then roundrobin, or
@@ -33,6 +35,8 @@ import click
 
 from kafkapy.client.consumer import SimpleConsumer, TopicPartition
 from kafkapy.client.consumer_coordinator import group_kwargs
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
+from kafkapy.server.coordinator import offsets_codec
 from kafkapy.tools.properties_args import merge, parse_kv, unescape
 
 
@@ -73,6 +77,64 @@ class Formatter:
         if self.print_value:
             parts.append(self.null_literal if value is None else value)
         out.write(self.key_separator.join(parts) + self.line_separator)
+
+
+class OffsetsMessageFormatter:
+    """Kafka 2.8's GroupMetadataManager$OffsetsMessageFormatter, for __consumer_offsets: one
+    "[group,topic,partition]::OffsetAndMetadata(...)" line per committed offset ("::NULL" for a
+    tombstone); group metadata records and records without a key print nothing."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        pass
+
+    def write(self, out: BinaryIO, topic: str, partition: int, offset: int, timestamp: int,
+              timestamp_type: int, key: bytes | None, value: bytes | None,
+              headers: Iterable[tuple[str, bytes | None]] = ()) -> None:  # fmt: skip
+        if key is None:
+            return
+        k = offsets_codec.read_key(key)
+        if not isinstance(k, offsets_codec.OffsetKey):
+            return
+        text = "NULL" if value is None else offset_and_metadata_text(offsets_codec.read_offset_value(value))
+        out.write(f"[{k.group},{k.topic},{k.partition}]::{text}\n".encode())
+
+
+def offset_and_metadata_text(om: offsets_codec.OffsetAndMetadata) -> str:
+    """kafka.common.OffsetAndMetadata's toString (a Java Optional epoch, a Scala Option expiry)."""
+    epoch = "Optional.empty" if om.leader_epoch == NO_PARTITION_LEADER_EPOCH else f"Optional[{om.leader_epoch}]"
+    expire = "None" if om.expire_timestamp is None else f"Some({om.expire_timestamp})"
+    return (f"OffsetAndMetadata(offset={om.offset}, leaderEpoch={epoch}, metadata={om.metadata}, "
+            f"commitTimestamp={om.commit_timestamp}, expireTimestamp={expire})")
+
+
+class NoOpMessageFormatter:
+    """Kafka's NoOpMessageFormatter: prints nothing (the count on stderr still comes)."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        pass
+
+    def write(self, out: BinaryIO, topic: str, partition: int, offset: int, timestamp: int,
+              timestamp_type: int, key: bytes | None, value: bytes | None,
+              headers: Iterable[tuple[str, bytes | None]] = ()) -> None:  # fmt: skip
+        return
+
+
+MessageFormatter = Formatter | OffsetsMessageFormatter | NoOpMessageFormatter
+DEFAULT_FORMATTER = "kafka.tools.DefaultMessageFormatter"
+# --formatter's class names, Kafka 2.8's (the short names are accepted too).
+FORMATTERS: dict[str, type[MessageFormatter]] = {
+    DEFAULT_FORMATTER: Formatter,
+    "kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter": OffsetsMessageFormatter,
+    "kafka.tools.NoOpMessageFormatter": NoOpMessageFormatter,
+}
+
+
+def make_formatter(name: str, props: dict[str, str]) -> MessageFormatter:
+    cls = FORMATTERS.get(name) or next(
+        (c for full, c in FORMATTERS.items() if full.rsplit(".", 1)[-1].rsplit("$", 1)[-1] == name), None)
+    if cls is None:
+        raise click.UsageError(f"Unknown formatter {name}: one of {', '.join(FORMATTERS)}")
+    return cls(props)
 
 
 def _partitions(consumer: SimpleConsumer, params: dict[str, Any]) -> list[TopicPartition]:
@@ -117,7 +179,7 @@ def _check(params: dict[str, Any]) -> None:
         raise click.UsageError("The topic is required when partition is specified.")
 
 
-def run_bootstrap(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -> int:
+def run_bootstrap(params: dict[str, Any], formatter: MessageFormatter, out: BinaryIO) -> int:
     props = merge(params["consumer_config"], params["consumer_property"], "--consumer-property")
     group = params["group"] or props.get("group.id")
     reset = "earliest" if params["from_beginning"] else props.get("auto.offset.reset", "latest")
@@ -170,7 +232,7 @@ def run_bootstrap(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -
     return count
 
 
-def run_zookeeper(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -> int:
+def run_zookeeper(params: dict[str, Any], formatter: MessageFormatter, out: BinaryIO) -> int:
     from kafkapy.consumer_legacy import (
         ConsumerConfig,
         ConsumerTimeoutException,
@@ -217,6 +279,10 @@ def run_zookeeper(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -
 @click.option("--group", help="The consumer group id.")
 @click.option("--max-messages", type=int, help="Exit after this many messages.")
 @click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
+@click.option("--formatter", default=DEFAULT_FORMATTER, show_default=True,
+              help="The name of a class to use for formatting kafka messages for display: "
+                   "kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter prints "
+                   "__consumer_offsets' committed offsets.")
 @click.option(
     "--property", "prop", multiple=True, help="Formatter property k=v (print.key, key.separator, ...)."
 )
@@ -229,7 +295,7 @@ def run_zookeeper(params: dict[str, Any], formatter: Formatter, out: BinaryIO) -
 def console_consumer(**params: Any) -> None:
     """Read data from Kafka topics and write it to standard output."""
     _check(params)
-    formatter = Formatter(parse_kv(params["prop"], "--property"))
+    formatter = make_formatter(params["formatter"], parse_kv(params["prop"], "--property"))
     out = sys.stdout.buffer
     if params["zookeeper"]:
         count = run_zookeeper(params, formatter, out)

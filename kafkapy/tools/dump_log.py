@@ -6,7 +6,13 @@
 `.log` files print their batches ("baseOffset: ... isvalid: true") and, with --deep-iteration
 or --print-data-log, their records ("| offset: ... payload: ..."); `.index` and `.timeindex`
 files print their entries checked against the segment's log, `.snapshot` files their
-producers; problems found are listed on stderr at the end. Other suffixes are ignored with a note, as Kafka does.
+producers; problems found are listed on stderr at the end. Other suffixes are ignored with a
+note, as Kafka does. --offsets-decoder and --transaction-log-decoder read `__consumer_offsets`
+and `__transaction_state` records as Kafka's OffsetsMessageParser and TransactionLogMessageParser
+print them:
+
+    kafkapy-dump-log --offsets-decoder --files /data/__consumer_offsets-7/00000000000000000000.log
+    | offset: 3 ... key: offset_commit::group=g,partition=t-0 payload: offset=42
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from kafkapy.tools.dump_log_segments import (
     dump_producer_snapshot,
     dump_time_index,
     dump_txn_index,
+)
+from kafkapy.tools.dump_log_segments import (
+    offsets_decoder as offsets_decoder_fn,
 )
 from kafkapy.tools.dump_log_segments import (
     transaction_log_decoder as transaction_log_decoder_fn,
@@ -57,17 +66,21 @@ def _err(line: str) -> None:
                    "that is executed on broker startup to determine if an index needs rebuilding or not.")
 @click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               metavar="size", help="Size of largest message.")
+@click.option("--offsets-decoder", is_flag=True,
+              help="if set, log data will be parsed as offset data from the __consumer_offsets topic.")
 @click.option("--transaction-log-decoder", is_flag=True,
               help="if set, log data will be parsed as transaction metadata from the __transaction_state topic.")
 def main(files: str | None, print_data_log: bool, deep_iteration: bool, verify_index_only: bool,
-         index_sanity_check: bool, max_message_size: int, transaction_log_decoder: bool) -> None:
+         index_sanity_check: bool, max_message_size: int, offsets_decoder: bool,
+         transaction_log_decoder: bool) -> None:
     if not files:
         _err('Missing required argument "[files]"')
         sys.exit(1)
     errors = DumpErrors()
-    print_data_log = print_data_log or transaction_log_decoder
+    print_data_log = print_data_log or offsets_decoder or transaction_log_decoder
     deep = deep_iteration or print_data_log
-    decoder = transaction_log_decoder_fn if transaction_log_decoder else None
+    decoder = (offsets_decoder_fn if offsets_decoder
+               else transaction_log_decoder_fn if transaction_log_decoder else None)
     for path in files.split(","):
         _out(f"Dumping {path}")
         suffix = os.path.splitext(path)[1]

@@ -9,6 +9,7 @@ per producer of a producer state snapshot.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import struct
@@ -16,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from kafkapy.protocol.constants import NO_SEQUENCE, NO_TIMESTAMP
+from kafkapy.protocol.consumer_protocol import decode_assignment
+from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.record_batch import (
     HEADER_SIZE,
     MIN_RECORD_OVERHEAD,
@@ -27,6 +30,7 @@ from kafkapy.protocol.record_batch import (
     read_header,
 )
 from kafkapy.protocol.record_codec import Record, decode_batch_records
+from kafkapy.server.coordinator import offsets_codec
 from kafkapy.server.log.abstract_index import CorruptIndexException
 from kafkapy.server.log.producer_state import ProducerStateEntry
 from kafkapy.server.log.producer_state_snapshot import CorruptSnapshotException, read_snapshot_file
@@ -152,6 +156,64 @@ def transaction_log_decoder(key: bytes | None, value: bytes | None) -> tuple[str
         f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state},partitions=[{partitions}],"
         f"txnLastUpdateTimestamp={v.txn_last_update_timestamp},txnTimeoutMs={v.txn_timeout_ms}",
     )
+
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class KafkaException(Exception):
+    """What Kafka's decoders throw at a record they cannot read: the dump stops there."""
+
+
+def java_hex(data: bytes) -> str:
+    """Kafka's GroupMetadataManager.hex: "%X" of the bytes as one unsigned big integer (leading
+    zero bytes vanish), "" for no bytes."""
+    return format(int.from_bytes(data, "big"), "X") if data else ""
+
+
+def java_partitions(partitions: tuple[tuple[str, int], ...] | list[tuple[str, int]]) -> str:
+    """A Java List<TopicPartition>'s toString: "[t-0, t-1]"."""
+    return "[" + ", ".join(f"{t}-{p}" for t, p in partitions) + "]"
+
+
+def _member_assignment(protocol_type: str, member: offsets_codec.MemberRecord) -> str:
+    if protocol_type == CONSUMER_PROTOCOL_TYPE:
+        try:
+            assignment = decode_assignment(member.assignment)
+        except ProtocolError:  # Kafka's tool dies on it; the member's raw bytes say more
+            return f"{member.member_id}={java_hex(member.assignment)}"
+        user_data = java_hex(assignment.user_data or b"")
+        partitions = java_partitions(assignment.partitions)
+        return f"{member.member_id}={partitions}:{user_data}" if user_data else f"{member.member_id}={partitions}"
+    return f"{member.member_id}={java_hex(member.assignment)}"
+
+
+def offsets_decoder(key: bytes | None, value: bytes | None) -> tuple[str, str]:
+    """Kafka 2.8's OffsetsMessageParser (GroupMetadataManager.formatRecordKeyAndValue) for
+    __consumer_offsets records: "offset_commit::group=g,partition=t-0" with "offset=5" (or
+    "offset=5,metadata=m"), "group_metadata::group=g" with a JSON summary of the group; a
+    tombstone's payload is "<DELETE>". Members come in the record's order (Kafka's HashMap's)."""
+    if key is None:
+        raise KafkaException("Failed to decode message using offset topic decoder (message had a missing key)")
+    k = offsets_codec.read_key(key)
+    if isinstance(k, offsets_codec.OffsetKey):
+        key_text = f"offset_commit::group={k.group},partition={k.topic}-{k.partition}"
+        if value is None:
+            return key_text, "<DELETE>"
+        om = offsets_codec.read_offset_value(value)
+        return key_text, f"offset={om.offset}" + (f",metadata={om.metadata}" if om.metadata else "")
+    key_text = f"group_metadata::group={k.group}"
+    if value is None:
+        return key_text, "<DELETE>"
+    group = offsets_codec.read_group_value(value)
+    assignment = "{" + ",".join(_member_assignment(group.protocol_type, m) for m in group.members) + "}"
+    summary = {
+        "protocolType": group.protocol_type,
+        "protocol": group.protocol,
+        "generationId": group.generation,
+        "assignment": assignment,
+    }
+    return key_text, json.dumps(summary, separators=(",", ":"), ensure_ascii=False)
 
 
 def record_line(h: BatchHeader, rec: Record, print_contents: bool, decoder: Decoder | None = None) -> str:
