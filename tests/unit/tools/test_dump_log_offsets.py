@@ -13,8 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from kafkapy.protocol.consumer_protocol import encode_assignment
-from kafkapy.protocol.record_codec import decode_batch_records
+from kafkapy.protocol.record_codec import build_batch, decode_batch_records
 from kafkapy.server.coordinator import offsets_codec as codec
+from kafkapy.server.log.log import Log
+from kafkapy.server.log.log_config import LogConfig
 from kafkapy.tools.console_consumer import OffsetsMessageFormatter, make_formatter
 from kafkapy.tools.dump_log import main
 from kafkapy.tools.dump_log_segments import java_hex, offsets_decoder
@@ -93,10 +95,6 @@ def test_offsets_decoder_on_other_protocol_types_and_missing_keys() -> None:
 
 
 def test_offsets_decoder_stops_the_dump_on_a_record_without_a_key(tmp_path: Path) -> None:
-    from kafkapy.protocol.record_codec import build_batch
-    from kafkapy.server.log.log import Log
-    from kafkapy.server.log.log_config import LogConfig
-
     log = Log(str(tmp_path / "__consumer_offsets-0"), LogConfig())
     log.append_as_leader(build_batch([(None, b"v", (), 1)]))
     log.close()
