@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.protocol.generated.update_metadata_request import UpdateMetadataRequest
+
 log = logging.getLogger("kafkapy.server.MetadataCache")
 
 # The controller marks a partition of a topic being deleted with this leader id.
@@ -49,7 +51,7 @@ class MetadataCache:
 
     # -- updates ------------------------------------------------------------------------------
 
-    def update_metadata(self, request: Any) -> list[tuple[str, int]]:
+    def update_metadata(self, request: UpdateMetadataRequest) -> list[tuple[str, int]]:
         """Apply an UpdateMetadata request; returns the partitions it deleted."""
         self.controller_id = request.controller_id if request.controller_id >= 0 else None
         brokers: dict[int, BrokerMetadata] = {}
