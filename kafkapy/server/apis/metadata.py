@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from collections.abc import Coroutine
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -19,6 +19,13 @@ from kafkapy.protocol.errors import (
     LeaderNotAvailableException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
+)
+from kafkapy.protocol.generated.metadata_request import MetadataRequest
+from kafkapy.protocol.generated.metadata_response import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
 )
 from kafkapy.server.apis.cluster import AUTHORIZED_OPERATIONS_OMITTED, brokers_for_listener, controller_id
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
@@ -30,67 +37,69 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> dict[str, Any]:
+def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> MetadataResponseTopic:
     cache = apis.metadata_cache
     partitions = []
     for index, p in sorted(cache.partitions.get(topic, {}).items()):
         leader_known = p.leader >= 0 and cache.alive_endpoint(p.leader, listener) is not None
         live = set(cache.brokers)
         partitions.append(
-            {
-                "error_code": 0 if leader_known else LeaderNotAvailableException.code,
-                "partition_index": index,
-                "leader_id": p.leader if leader_known else -1,
-                "leader_epoch": p.leader_epoch,
-                "replica_nodes": list(p.replicas),
-                "isr_nodes": list(p.isr),
-                "offline_replicas": [r for r in p.replicas if r not in live],
-            }
+            MetadataResponsePartition(
+                error_code=0 if leader_known else LeaderNotAvailableException.code,
+                partition_index=index,
+                leader_id=p.leader if leader_known else -1,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+                offline_replicas=[r for r in p.replicas if r not in live],
+            )
         )
-    return {
-        "error_code": 0,
-        "name": topic,
-        "topic_id": cache.topic_id(topic),
-        "is_internal": topic in INTERNAL_TOPICS,
-        "partitions": partitions,
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+    return MetadataResponseTopic(
+        error_code=0,
+        name=topic,
+        topic_id=cache.topic_id(topic),
+        is_internal=topic in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
 
 
-def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": topic_id,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=[],
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
 
 
 @handles(ApiKey.METADATA)
-def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
+def handle_metadata(
+    apis: KafkaApis, request: Request, body: MetadataRequest
+) -> MetadataResponse | Coroutine[None, None, MetadataResponse]:
     version = request.header.api_version
     cache = apis.metadata_cache
     listener = request.listener_name
     requested = body.topics
     all_topics = requested is None or (version == 0 and not requested)
     allow_auto_create = version < 4 or bool(body.allow_auto_topic_creation)
-    topics_out: list[dict[str, Any]] = []
+    topics_out: list[MetadataResponseTopic] = []
     to_create: list[str] = []
     if all_topics:
         topics_out = [topic_metadata(apis, t, listener) for t in cache.all_topics()]
     else:
-        seen: set[Any] = set()
+        seen: set[str | uuid.UUID] = set()
         for t in requested:
             # Kafka reads the requested topics into a Set: a topic named twice is answered
             # once, so repeating a large topic's name cannot multiply the response.
-            key = t.name if t.name is not None else getattr(t, "topic_id", None)
+            key = t.name if t.name is not None else t.topic_id
             if key in seen:
                 continue
             seen.add(key)
             name = t.name
-            topic_id = getattr(t, "topic_id", None) or ZERO_UUID
+            topic_id = t.topic_id
             if name is None and topic_id != ZERO_UUID:
                 name = cache.topic_name(topic_id)
                 if name is None:
@@ -102,20 +111,23 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
                 to_create.append(name)
             else:
                 topics_out.append(_error_topic(name, UnknownTopicOrPartitionException.code))
-    response = {
-        "throttle_time_ms": 0,
-        "brokers": brokers_for_listener(apis, listener),
-        "cluster_id": apis.server.cluster_id,
-        "controller_id": controller_id(apis),
-        "topics": topics_out,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+    response = MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[
+            MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+            for b in brokers_for_listener(apis, listener)
+        ],
+        cluster_id=apis.server.cluster_id,
+        controller_id=controller_id(apis),
+        topics=topics_out,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
     if not to_create:
         return response
     return _auto_create(apis, response, to_create)
 
 
-async def _auto_create(apis: KafkaApis, response: dict[str, Any], topics: list[str]) -> dict[str, Any]:
+async def _auto_create(apis: KafkaApis, response: MetadataResponse, topics: list[str]) -> MetadataResponse:
     from kafkapy.server.apis.topics import auto_create_topic
 
     loop = asyncio.get_running_loop()
@@ -128,5 +140,5 @@ async def _auto_create(apis: KafkaApis, response: dict[str, Any], topics: list[s
         except KafkaError as e:
             # TOPIC_ALREADY_EXISTS: another request raced us; the metadata is on its way.
             code = LeaderNotAvailableException.code if e.code == 36 else e.code
-        response["topics"].append(_error_topic(name, code))
+        response.topics.append(_error_topic(name, code))
     return response
