@@ -7,10 +7,14 @@ change), and a request naming a leader epoch (v4+) is fenced like a fetch.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException
+from kafkapy.protocol.generated.list_offsets_request import ListOffsetsRequest
+from kafkapy.protocol.generated.list_offsets_response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
@@ -74,31 +78,27 @@ def offset_for(
 
 
 @handles(ApiKey.LIST_OFFSETS)
-def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_list_offsets(apis: KafkaApis, request: Request, body: ListOffsetsRequest) -> ListOffsetsResponse:
     from_consumer = body.replica_id == CONSUMER_REPLICA_ID
     isolation = body.isolation_level if request.header.api_version >= 2 else 0
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            out = {
-                "partition_index": p.partition_index,
-                "error_code": 0,
-                "timestamp": -1,
-                "offset": -1,
-                "leader_epoch": -1,
-            }
+            out = ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1
+            )
             try:
                 tp = TopicPartition(t.name, p.partition_index)
                 # current_leader_epoch is -1 (the codec's default) before v4: never fenced.
                 offset, ts, epoch = offset_for(
                     apis, tp, p.timestamp, p.current_leader_epoch, from_consumer, isolation
                 )
-                out.update(offset=offset, timestamp=ts, leader_epoch=epoch)
+                out.offset, out.timestamp, out.leader_epoch = offset, ts, epoch
                 if request.header.api_version == 0:
-                    out["old_style_offsets"] = [offset] if offset >= 0 else []
+                    out.old_style_offsets = [offset] if offset >= 0 else []
             except KafkaError as e:
-                out["error_code"] = e.code
+                out.error_code = e.code
             parts.append(out)
-        topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
