@@ -44,6 +44,5 @@ def test_incremental_subtract_keeps_order_and_removes_all_named() -> None:
 def test_alter_configs_alters_a_repeated_resource_once() -> None:
     calls: list[str] = []
     resource = SimpleNamespace(resource_type=configs.TOPIC, resource_name="t", configs=[])
-    body = SimpleNamespace(resources=[resource] * 1000)
-    response = asyncio.run(configs._alter_each(_apis({}), body, lambda r: calls.append(r.resource_name)))
-    assert calls == ["t"] and len(response["responses"]) == 1
+    response = asyncio.run(configs._alter_each([resource] * 1000, lambda r: calls.append(r.resource_name)))
+    assert calls == ["t"] and len(response) == 1

@@ -29,6 +29,19 @@ from kafkapy.protocol.errors import (
     LogDirNotFoundException,
     ReplicaNotAvailableException,
 )
+from kafkapy.protocol.generated.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
+from kafkapy.protocol.generated.alter_replica_log_dirs_response import (
+    AlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirTopicResult,
+)
+from kafkapy.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
+from kafkapy.protocol.generated.describe_log_dirs_response import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.topic_partition import TopicPartition
@@ -37,7 +50,7 @@ from kafkapy.server.network.request_channel import Request
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 
 
-def _wanted(body: Any) -> set[TopicPartition] | None:
+def _wanted(body: DescribeLogDirsRequest) -> set[TopicPartition] | None:
     """The request's partitions, or None for every partition (a null topics array)."""
     if body.topics is None:
         return None
@@ -55,9 +68,9 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
 
 def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
                       wanted: set[TopicPartition] | None,
-                      futures: dict[TopicPartition, Log] | None = None) -> list[dict[str, Any]]:
+                      futures: dict[TopicPartition, Log] | None = None) -> list[DescribeLogDirsResult]:
     """One result per log dir (blocking: sums segment sizes)."""
-    by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {d: {} for d in log_dirs}
+    by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {d: {} for d in log_dirs}
     entries = [(tp, lg, False) for tp, lg in logs.items()] + [(tp, lg, True) for tp, lg in (futures or {}).items()]
     for tp, lg, is_future in sorted(entries, key=lambda e: (e[0].topic, e[0].partition, e[2])):
         if wanted is not None and tp not in wanted:
@@ -70,36 +83,38 @@ def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
             lag = max(lg.high_watermark - lg.log_end_offset, 0)
         else:  # Kafka's getLogEndOffsetLag for a future log
             lag = current.log_end_offset - lg.log_end_offset if current is not None else -1
-        topics.setdefault(tp.topic, []).append({
-            "partition_index": tp.partition,
-            "partition_size": lg.size,
-            "offset_lag": lag,
-            "is_future_key": is_future,
-        })
+        topics.setdefault(tp.topic, []).append(DescribeLogDirsPartition(
+            partition_index=tp.partition,
+            partition_size=lg.size,
+            offset_lag=lag,
+            is_future_key=is_future,
+        ))  # fmt: skip
     results = []
     for log_dir, topics in by_dir.items():
         total, usable = _volume_bytes(log_dir)
         # A dir that vanished under the broker is what Kafka reports as an offline log dir.
         error = 0 if os.path.isdir(log_dir) else KafkaStorageException.code
-        results.append({
-            "error_code": error,
-            "log_dir": log_dir,
-            "topics": [] if error else [{"name": t, "partitions": ps} for t, ps in topics.items()],
-            "total_bytes": total,
-            "usable_bytes": usable,
-        })
+        results.append(DescribeLogDirsResult(
+            error_code=error,
+            log_dir=log_dir,
+            topics=[] if error else [DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in topics.items()],
+            total_bytes=total,
+            usable_bytes=usable,
+        ))  # fmt: skip
     return results
 
 
 @handles(ApiKey.DESCRIBE_LOG_DIRS)
-async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_describe_log_dirs(
+    apis: KafkaApis, request: Request, body: DescribeLogDirsRequest
+) -> DescribeLogDirsResponse:
     log_manager = apis.server.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
     futures = log_manager.moves.future_logs()
     results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body),
                                          futures)
-    return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
 def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any], tp: TopicPartition,
@@ -123,21 +138,27 @@ def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any
 
 
 @handles(ApiKey.ALTER_REPLICA_LOG_DIRS)
-async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_alter_replica_log_dirs(
+    apis: KafkaApis, request: Request, body: AlterReplicaLogDirsRequest
+) -> AlterReplicaLogDirsResponse:
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
 
-    def alter_all() -> dict[str, list[dict[str, int]]]:
+    def alter_all() -> dict[str, list[AlterReplicaLogDirPartitionResult]]:
         # Off the loop: starting a move creates the future log's files (and may wait for a
         # move to another dir to stop).
-        results: dict[str, list[dict[str, int]]] = {}
+        results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
         for d in body.dirs:
             for t in d.topics:
                 for p in t.partitions:
                     code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path)
-                    results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+                    results.setdefault(t.name, []).append(
+                        AlterReplicaLogDirPartitionResult(partition_index=p, error_code=code)
+                    )
         return results
 
     results = await asyncio.get_running_loop().run_in_executor(None, alter_all)
-    return {"throttle_time_ms": 0,
-            "results": [{"topic_name": name, "partitions": ps} for name, ps in results.items()]}
+    return AlterReplicaLogDirsResponse(
+        throttle_time_ms=0,
+        results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in results.items()],
+    )

@@ -20,6 +20,19 @@ from kafkapy.protocol.errors import (
     UnacceptableCredentialException,
     UnsupportedSaslMechanismException,
 )
+from kafkapy.protocol.generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
+from kafkapy.protocol.generated.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
+from kafkapy.protocol.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
+from kafkapy.protocol.generated.describe_user_scram_credentials_response import (
+    CredentialInfo,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
+)
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.scram import (
@@ -44,9 +57,9 @@ def _admin(apis: KafkaApis) -> Any:
 
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def handle_describe_user_scram_credentials(
-    apis: KafkaApis, request: Request, body: Any
-) -> dict[str, Any]:
-    def describe() -> list[dict[str, Any]]:
+    apis: KafkaApis, request: Request, body: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
+    def describe() -> list[DescribeUserScramCredentialsResult]:
         admin = _admin(apis)
         wanted = [u.name for u in body.users] if body.users else None
         users = (
@@ -67,13 +80,15 @@ async def handle_describe_user_scram_credentials(
                 continue
             configs = admin.fetch_entity_config("users", user)
             infos = [
-                {"mechanism": TYPE_BY_MECHANISM[m], "iterations": parse_credential(configs[m]).iterations}
+                CredentialInfo(mechanism=TYPE_BY_MECHANISM[m], iterations=parse_credential(configs[m]).iterations)
                 for m in TYPE_BY_MECHANISM
                 if m in configs
             ]
             if infos:
                 results.append(
-                    {"user": user, "error_code": 0, "error_message": None, "credential_infos": infos}
+                    DescribeUserScramCredentialsResult(
+                        user=user, error_code=0, error_message=None, credential_infos=infos
+                    )
                 )
             elif wanted is not None:
                 results.append(
@@ -86,16 +101,20 @@ async def handle_describe_user_scram_credentials(
         return results
 
     results = await asyncio.get_running_loop().run_in_executor(None, describe)
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+    return DescribeUserScramCredentialsResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, results=results
+    )
 
 
-def _user_error(user: str, code: int, message: str) -> dict[str, Any]:
-    return {"user": user, "error_code": code, "error_message": message, "credential_infos": []}
+def _user_error(user: str, code: int, message: str) -> DescribeUserScramCredentialsResult:
+    return DescribeUserScramCredentialsResult(user=user, error_code=code, error_message=message, credential_infos=[])
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-async def handle_alter_user_scram_credentials(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    def alter() -> list[dict[str, Any]]:
+async def handle_alter_user_scram_credentials(
+    apis: KafkaApis, request: Request, body: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
+    def alter() -> list[AlterUserScramCredentialsResult]:
         admin = _admin(apis)
         errors: dict[str, tuple[int, str]] = {}
         changes: dict[str, list[tuple[str, str | None]]] = {}  # user -> [(mechanism, credential or None)]
@@ -146,8 +165,8 @@ async def handle_alter_user_scram_credentials(apis: KafkaApis, request: Request,
                 else:
                     admin.change_entity_config("users", user, configs)
             code, message = errors.get(user, (0, None))
-            results.append({"user": user, "error_code": code, "error_message": message})
+            results.append(AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message))
         return results
 
     results = await asyncio.get_running_loop().run_in_executor(None, alter)
-    return {"throttle_time_ms": 0, "results": results}
+    return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=results)
