@@ -10,6 +10,7 @@ closes the connection, the only way to tell such a client something went wrong).
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from kafkapy.protocol import produce as produce_codec
@@ -30,7 +31,7 @@ log = logging.getLogger("kafkapy.server.KafkaApis")
 
 
 @handles(ApiKey.PRODUCE, raw=True)
-def handle_produce(apis: KafkaApis, request: Request) -> Any:
+def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coroutine[None, None, bytearray]:
     header = request.header
     req = produce_codec.decode_produce_request(header.api_version, request.buffer, request.body_offset)
     acks = req.acks
@@ -81,8 +82,11 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
 
 
 async def _await_isr(
-    apis: KafkaApis, request: Request, req: Any, results: dict[TopicPartition, ProduceResult]
-) -> Any:
+    apis: KafkaApis,
+    request: Request,
+    req: produce_codec.ProduceRequest,
+    results: dict[TopicPartition, ProduceResult],
+) -> bytearray:
     await apis.replica_manager.await_isr(results, req.timeout_ms)
     return _respond(request, results)
 
