@@ -185,7 +185,7 @@ async def _alter_each(
     entry wins) and answered once: repeats cannot multiply ZooKeeper writes and the config
     change notifications every broker acts on."""
     loop = asyncio.get_running_loop()
-    responses = []
+    responses: list[_Altered] = []
     unique = {(r.resource_type, r.resource_name): r for r in resources}
     for r in unique.values():
         try:

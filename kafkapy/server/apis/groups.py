@@ -299,6 +299,7 @@ def handle_describe_groups(
             )
             continue
         seen.add(group_id)
+        summary: dict[str, Any]
         if gc is None:
             code, summary = (
                 _NOT_AVAILABLE,

@@ -91,7 +91,7 @@ def handle_metadata(
         topics_out = [topic_metadata(apis, t, listener) for t in cache.all_topics()]
     else:
         seen: set[str | uuid.UUID] = set()
-        for t in requested:
+        for t in requested or ():
             # Kafka reads the requested topics into a Set: a topic named twice is answered
             # once, so repeating a large topic's name cannot multiply the response.
             key = t.name if t.name is not None else t.topic_id
