@@ -265,6 +265,7 @@ class KafkapyCluster:
                     BrokerConnection("127.0.0.1", b.port, "kafkapy-testing", 5.0)
                 ) as conn:
                     md = conn.send(3, 1, {"topics": []})
+                assert md is not None  # None only for requests without an answer (acks=0 Produce)
             except Exception:
                 return False
             # A broker that has not heard from the controller yet answers controller -1, which

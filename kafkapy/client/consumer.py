@@ -152,7 +152,7 @@ class SimpleConsumer:
             raise ValueError("subscribe needs a group_id (use assign() without one)")
         if self._coordinator is None:
             self.assign([])
-            self._coordinator = ConsumerCoordinator(self, self._bootstrap, self.group_id, **self._group_config)
+            self._coordinator = ConsumerCoordinator(self, self._bootstrap, self.group_id, **self._group_config)  # type: ignore[arg-type]  # the group keys the constructor validated
         self._coordinator.subscribe(topics, pattern, listener)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -316,7 +316,7 @@ class SimpleConsumer:
             fetched = {tp: self._positions[tp] for tp in tps}
             self._fetching.add(node)
             self.client.send(node, ApiKey.FETCH, self._fetch_body(fetched),
-                             lambda r, e, n=node, f=fetched: self._on_fetch(n, f, r, e),
+                             lambda r, e, n=node, f=fetched: self._on_fetch(n, f, r, e),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                              max_version=FETCH_MAX_VERSION)  # fmt: skip
 
     def _fetch_body(self, fetched: Mapping[TopicPartition, int | None]) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def alter_replica_log_dirs(admin: AdminClient,
     for broker, dirs in sorted(by_broker.items()):
         body = {"dirs": [{"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
                          for path, topics in dirs.items()]}
-        _, answer = admin.send_to_broker(broker, ApiKey.ALTER_REPLICA_LOG_DIRS, lambda v, b=body: b)
+        _, answer = admin.send_to_broker(broker, ApiKey.ALTER_REPLICA_LOG_DIRS, lambda v, b=body: b)  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
         for r in answer.results:
             for p in r.partitions:
                 codes[(TopicPartition(r.topic_name, p.partition_index), broker)] = p.error_code

@@ -55,7 +55,7 @@ def delete_records(admin: AdminClient, offsets: Mapping[TopicPartition, int]) ->
         by_leader[leader][tp] = offset
     for leader, wanted in by_leader.items():
         try:
-            _, answer = admin.send_to_broker(leader, ApiKey.DELETE_RECORDS, lambda v, w=wanted: _body(w, admin))
+            _, answer = admin.send_to_broker(leader, ApiKey.DELETE_RECORDS, lambda v, w=wanted: _body(w, admin))  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
         except KafkaError as e:
             results.update(dict.fromkeys(wanted, e))
             continue

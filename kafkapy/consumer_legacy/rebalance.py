@@ -179,8 +179,8 @@ class Rebalancer:
                 consumers_for_topic.setdefault(topic, []).extend(ids)
         if mine is None:
             raise RuntimeError(f"consumer {c.consumer_id} is not registered in {ConsumerIdsZNode.path(c.group)}")
-        for ids in consumers_for_topic.values():
-            ids.sort()
+        for thread_ids in consumers_for_topic.values():
+            thread_ids.sort()
         partitions = zk.get_partitions_for_topics(consumers_for_topic)
         return AssignmentContext(c.consumer_id, mine, consumers_for_topic, partitions, consumers)
 

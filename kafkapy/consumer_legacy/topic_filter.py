@@ -36,7 +36,7 @@ class TopicFilter:
         return self.regex
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.regex == self.regex  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.regex == self.regex
 
     def __hash__(self) -> int:
         return hash((type(self), self.regex))

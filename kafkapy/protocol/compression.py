@@ -138,7 +138,8 @@ def _unsnappy(data: bytes, max_size: int) -> bytes:
 def _lz4(data: bytes) -> bytes:
     import lz4.frame
 
-    return lz4.frame.compress(data, block_linked=False, content_checksum=False, store_size=False)
+    out: bytes = lz4.frame.compress(data, block_linked=False, content_checksum=False, store_size=False)
+    return out
 
 
 def _unlz4(data: bytes, max_size: int) -> bytes:

@@ -157,9 +157,11 @@ def api_versions_fallback_frame(
     return frame(encode_response_header(correlation_id, 0), body)
 
 
-def read_frame_size(buf: bytes | memoryview, pos: int = 0, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> int:
+def read_frame_size(
+    buf: bytes | bytearray | memoryview, pos: int = 0, max_size: int = DEFAULT_MAX_FRAME_SIZE
+) -> int:
     """The size in a 4-byte prefix, refused when negative or above `max_size`."""
-    (size,) = prim.INT32.unpack_from(buf, pos)
+    size: int = prim.INT32.unpack_from(buf, pos)[0]
     if size < 0 or size > max_size:
         raise ProtocolError(f"frame size {size} outside 0..{max_size}")
     return size

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import keyword
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafkapy.protocol.schema import Field, Spec, snake_case
 
@@ -29,6 +29,11 @@ class Message:
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()
     _kafka_name: ClassVar[str] = ""
+
+    if TYPE_CHECKING:
+        # The decoders return this base class; until every caller names the generated class it
+        # gets, an attribute read on a Message is unchecked (Any) rather than a mypy error.
+        def __getattr__(self, name: str) -> Any: ...
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

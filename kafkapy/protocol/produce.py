@@ -41,7 +41,7 @@ _I32 = prim.INT32.unpack_from
 
 
 class ProducePartition(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # Kafka's field name; it shadows tuple.index, which nothing calls
     records: memoryview | None
 
 
@@ -58,7 +58,7 @@ class ProduceRequest(NamedTuple):
 
 
 class ProducePartitionResponse(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # Kafka's field name; it shadows tuple.index, which nothing calls
     error_code: int = 0
     base_offset: int = -1
     log_append_time_ms: int = -1
@@ -269,7 +269,7 @@ def _one_partition_layout(version: int, name: str) -> tuple[bytes, bytes]:
     with no error message and no throttle, cut out of what the general writer produces."""
     flexible = version >= FIRST_FLEXIBLE
     body = bytearray()
-    _write_body(body, version, [(name, [(0, 0, 0, 0, 0, (), None)])], 0)
+    _write_body(body, version, [(name, [ProducePartitionResponse(0, 0, 0, 0, 0, (), None)])], 0)
     row_at = (2 if flexible else 8) + len(_encoded_name(name, flexible))  # two counts and the name
     head = (b"\x00" if flexible else b"") + bytes(body[:row_at])
     return head, bytes(body[row_at + _INDEX_ERROR_BASE_TIME_START.size :])

@@ -64,7 +64,7 @@ class KafkaConfig:
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], overrides: Iterable[str] = ()) -> KafkaConfig:
         """Reads a properties file, then applies `key=value` overrides (kafka-server-start's --override)."""
-        props: dict[str, Any] = properties.load_file(path)
+        props: dict[str, Any] = properties.load_file(os.fspath(path))
         props.update(parse_overrides(overrides))
         return cls(props)
 
@@ -143,22 +143,26 @@ class KafkaConfig:
     @property
     def log_roll_ms(self) -> int:
         millis = self._values["log.roll.ms"]
-        return millis if millis is not None else self._values["log.roll.hours"] * _MS_PER_HOUR
+        result: int = millis if millis is not None else self._values["log.roll.hours"] * _MS_PER_HOUR
+        return result
 
     @property
     def log_roll_jitter_ms(self) -> int:
         millis = self._values["log.roll.jitter.ms"]
-        return millis if millis is not None else self._values["log.roll.jitter.hours"] * _MS_PER_HOUR
+        result: int = millis if millis is not None else self._values["log.roll.jitter.hours"] * _MS_PER_HOUR
+        return result
 
     @property
     def log_flush_interval_ms(self) -> int:
         millis = self._values["log.flush.interval.ms"]
-        return millis if millis is not None else self._values["log.flush.scheduler.interval.ms"]
+        result: int = millis if millis is not None else self._values["log.flush.scheduler.interval.ms"]
+        return result
 
     @property
     def zookeeper_connection_timeout_ms(self) -> int:
         millis = self._values["zookeeper.connection.timeout.ms"]
-        return millis if millis is not None else self._values["zookeeper.session.timeout.ms"]
+        result: int = millis if millis is not None else self._values["zookeeper.session.timeout.ms"]
+        return result
 
     @property
     def queued_max_request_bytes_effective(self) -> int:
@@ -190,7 +194,8 @@ class KafkaConfig:
     def kafkapy_zookeeper_embedded_data_dir(self) -> str:
         configured = self._values["kafkapy.zookeeper.embedded.data.dir"]
         if configured:
-            return configured
+            result: str = configured
+            return result
         # Beside the log dirs: /tmp/kafkapy-logs -> /tmp/zookeeper-data.
         first = os.path.abspath(self.log_dirs[0])
         return os.path.join(os.path.dirname(first.rstrip(os.sep)) or os.sep, "zookeeper-data")
@@ -224,7 +229,8 @@ class KafkaConfig:
     @property
     def inter_broker_listener_name(self) -> str:
         name = self._values["inter.broker.listener.name"]
-        return name.upper() if name is not None else self._values["security.inter.broker.protocol"]
+        result: str = name.upper() if name is not None else self._values["security.inter.broker.protocol"]
+        return result
 
     @property
     def inter_broker_security_protocol(self) -> str:

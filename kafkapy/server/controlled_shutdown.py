@@ -52,6 +52,7 @@ def request_controlled_shutdown(server: Any) -> bool:
                     3,
                     {"broker_id": server.broker_id, "broker_epoch": server.registration.broker_epoch},
                 )
+            assert response is not None  # None only for requests without an answer (acks=0 Produce)
             if response.error_code == 0 and not response.remaining_partitions:
                 log.info("%s Controlled shutdown request returned successfully", server.log_ident)
                 return True

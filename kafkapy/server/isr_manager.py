@@ -41,7 +41,8 @@ def write_isr(zk: Any, tp: TopicPartition, leader_and_isr: LeaderAndIsr, control
     data = TopicPartitionStateZNode.encode(LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch))
     ok, version = zk.conditional_update_path(path, data, leader_and_isr.zk_version)
     if ok:
-        return version
+        result: int | None = version
+        return result
     current = zk.get_topic_partition_state(ztp)
     if current is None:
         return None
@@ -52,7 +53,8 @@ def write_isr(zk: Any, tp: TopicPartition, leader_and_isr: LeaderAndIsr, control
         and set(cur.isr) == set(leader_and_isr.isr)
         and current.controller_epoch == controller_epoch
     ):
-        return cur.zk_version
+        unchanged: int | None = cur.zk_version
+        return unchanged
     return None
 
 

@@ -124,9 +124,6 @@ class KafkaServer:
         log.info("Cluster ID = %s", self.cluster_id)
         if self.broker_id < 0:
             self.broker_id = await loop.run_in_executor(None, zk.generate_broker_id)
-        await loop.run_in_executor(
-            None, check_and_write_meta_properties, self.config.log_dirs, self.broker_id, self.cluster_id
-        )
 
         # Dynamic broker configs count before anything reads the config (Kafka's order).
         self.dynamic_broker_config = DynamicBrokerConfig(self.config, self.broker_id)
@@ -140,6 +137,10 @@ class KafkaServer:
             recovery_threads_per_data_dir=self.config.num_recovery_threads_per_data_dir,
             cleaner_config=CleanerConfig.from_kafka_config(self.config),
         )  # fmt: skip
+        # Only the dirs that could be created and locked: a failed one is offline from the start.
+        await loop.run_in_executor(
+            None, check_and_write_meta_properties, self.log_manager.live_log_dirs, self.broker_id, self.cluster_id,  # type: ignore[arg-type]  # set just above
+        )
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown
         await loop.run_in_executor(None, self.log_manager.startup)
@@ -227,7 +228,7 @@ class KafkaServer:
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
         await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
         try:
-            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))
+            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))  # type: ignore[union-attr]  # created earlier in startup
         except TimeoutError:
             log.warning(
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "

@@ -11,8 +11,10 @@ is held (appends wait for those few milliseconds): the future directory is flush
 `<dest>/<topic>-<partition>`, the current Log object adopts its segments, producer state and
 leader epoch cache (so the partition, the fetchers and the purgatory keep the object they hold),
 and the old directory is renamed `-delete` and removed after file.delete.delay.ms (a fetch
-response still sending from its files keeps working). A restart mid-move deletes the `-future`
-directory: the current log was never touched, and a new AlterReplicaLogDirs starts again.
+response still sending from its files keeps working). A broker shutdown mid-move keeps the
+`-future` directory; the next start loads it and, once LeaderAndIsr hosts the replica again,
+resumes the copy from where it stopped (first cut back, by leader epoch, to what the current log
+still has), as Kafka's futureLogs do.
 """
 
 from __future__ import annotations
@@ -68,6 +70,29 @@ def _follow_truncation_and_start(current: Log, future: Log) -> None:
     elif start > future.log_start_offset:
         future.high_watermark = future.log_end_offset
         future.maybe_increment_log_start_offset(start)
+
+
+def _truncate_to_current(current: Log, future: Log) -> None:
+    """A future log resumed after a restart may hold what the current log no longer has (an
+    unclean restart truncated it, or it followed another leader since): cut the future log where
+    both agree, by leader epoch as Kafka's ReplicaAlterLogDirsThread does with the current log in
+    the leader's place. A fresh future log is empty and untouched."""
+    if future.log_end_offset == future.log_start_offset:
+        return
+    with current._lock:
+        end = min(future.log_end_offset, current.log_end_offset)
+        epoch = future.latest_epoch
+        if epoch is not None:
+            found = current.end_offset_for_epoch(epoch)
+            end = current.log_start_offset if found is None else min(end, found.offset)
+        current.truncated_to = None  # what happened before now is covered by this cut
+    if end < future.log_end_offset:
+        log.info("[ReplicaAlterLogDirsThread] Truncating the future log of %s to %d to match the current log",
+                 future.name, end)
+        if end <= future.log_start_offset:
+            future.truncate_fully_and_start_at(max(end, current.log_start_offset))
+        else:
+            future.truncate_to(end)
 
 
 def _copy_round(current: Log, future: Log, quota: ReplicationQuotaManager | None = None) -> bool:
@@ -126,8 +151,11 @@ class LogDirMover(threading.Thread):
         self._delete_delay_s = delete_delay_s
         self._quota = quota
         self._stopping = threading.Event()  # not _stop: Thread has a method of that name
+        # Set by a broker shutdown: the future log stays on disk and the next start resumes it.
+        self._keep_future = False
 
-    def shutdown(self) -> None:
+    def shutdown(self, keep_future: bool = False) -> None:
+        self._keep_future = keep_future
         self._stopping.set()
 
     def run(self) -> None:
@@ -138,13 +166,24 @@ class LogDirMover(threading.Thread):
             log.exception("[ReplicaAlterLogDirsThread] Moving %s to %s failed; the replica stays in %s",
                           self.tp, self.destination, os.path.dirname(self.current.dir))
         if not swapped:
-            self.future.close()
-            shutil.rmtree(self.future.dir, ignore_errors=True)
+            channel = self.future.failure_channel
+            if channel is not None and channel.has_offline_log_dir(self.destination):
+                self.future.close_handlers()  # a failed dir is left as it is, like its other logs
+            elif self._keep_future and self._is_current():
+                self.future.close()
+                log.info("[ReplicaAlterLogDirsThread] Stopped moving %s at offset %d; the move resumes at the "
+                         "next start", self.tp, self.future.log_end_offset)
+            else:
+                try:
+                    self.future.close()
+                finally:
+                    shutil.rmtree(self.future.dir, ignore_errors=True)
         self._on_done(self, swapped)
 
     def _move(self) -> bool:
         log.info("[ReplicaAlterLogDirsThread] Moving %s from %s to %s", self.tp,
                  os.path.dirname(self.current.dir), self.destination)
+        _truncate_to_current(self.current, self.future)
         while not self._stopping.is_set():
             if not self._is_current():
                 return False  # the replica was deleted or stopped meanwhile
@@ -221,6 +260,7 @@ class LogDirMoves:
             running.shutdown()
             running.join(30)
         future = Log(os.path.join(destination, future_dir_name(tp)), current.config, had_clean_shutdown=True)
+        future.failure_channel = current.failure_channel
         if current.log_start_offset > 0:
             future.truncate_fully_and_start_at(current.log_start_offset)
         mover = LogDirMover(tp, current, future, os.path.join(destination, str(tp)),
@@ -228,6 +268,36 @@ class LogDirMoves:
                             current.config.file_delete_delay_ms / 1000, lambda: self.quota)
         with self._lock:
             self._moves[tp] = mover
+        mover.start()
+
+    def stop_moves_in(self, log_dir: str) -> list[TopicPartition]:
+        """A log dir failed: stop the moves into or out of it (their future logs are abandoned);
+        returns the partitions whose future log was there."""
+        with self._lock:
+            movers = [m for m in self._moves.values()
+                      if log_dir in (m.destination, os.path.dirname(m.current.dir))]
+        for mover in movers:
+            mover.shutdown()
+        for mover in movers:
+            mover.join(30)
+        return sorted(m.tp for m in movers if m.destination == log_dir)
+
+    def resume(self, tp: TopicPartition, current: Log, future: Log) -> None:
+        """Carry on with a move found unfinished at start-up (its `-future` log was loaded)."""
+        destination = os.path.dirname(future.dir)
+        with self._lock:
+            running = tp in self._moves  # a new AlterReplicaLogDirs came first: it wins
+            if not running:
+                mover = LogDirMover(tp, current, future, os.path.join(destination, str(tp)),
+                                    lambda: self._logs.get_log(tp) is current, self._finished,
+                                    current.config.file_delete_delay_ms / 1000, lambda: self.quota)
+                self._moves[tp] = mover
+        if running:
+            future.close()
+            shutil.rmtree(future.dir, ignore_errors=True)
+            return
+        log.info("[ReplicaAlterLogDirsThread] Resuming the move of %s to %s from offset %d", tp, destination,
+                 future.log_end_offset)
         mover.start()
 
     def _finished(self, mover: LogDirMover, swapped: bool) -> None:
@@ -239,6 +309,6 @@ class LogDirMoves:
         with self._lock:
             movers = list(self._moves.values())
         for mover in movers:
-            mover.shutdown()
+            mover.shutdown(keep_future=True)
         for mover in movers:
             mover.join(30)

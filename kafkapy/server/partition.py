@@ -160,7 +160,8 @@ class Partition:
         self._apply_state(state, controller_epoch, topic_id)
         self.remote_replicas = {}
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
-        return changed
+        result: bool = changed
+        return result
 
     def _apply_state(
         self, state: LeaderAndIsrPartitionState, controller_epoch: int, topic_id: uuid.UUID
@@ -204,7 +205,8 @@ class Partition:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {self.tp} on broker {self.local_broker_id}"
             )
-        return self.log
+        result: Log = self.log
+        return result
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool
@@ -309,7 +311,8 @@ class Partition:
         for r in self.remote_replicas.values():
             if r.broker_id in alive_brokers and r.log_start_offset < low:
                 low = r.log_start_offset
-        return low
+        result: int = low
+        return result
 
     def describe_replicas(self, ids: frozenset[int]) -> str:
         return " ".join(

@@ -56,7 +56,7 @@ def load_file(path: str | Path) -> dict[str, str]:
 
 def dump(props: Mapping[str, object], header: str | None = None) -> str:
     """Writes properties that `load` (and Java) read back unchanged; for generated zoo.cfg files."""
-    out = []
+    out: list[str] = []
     if header:
         out.extend(f"# {line}" for line in header.splitlines())
     for key, value in props.items():

@@ -95,7 +95,8 @@ class ReplicaFetcherManager:
             for thread in self._fetchers.values():
                 state = thread.fetch_state(tp)
                 if state is not None:
-                    return state
+                    result: PartitionFetchState | None = state
+                    return result
         return None
 
     def shutdown_idle_fetcher_threads(self) -> None:

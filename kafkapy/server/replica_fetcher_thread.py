@@ -220,7 +220,7 @@ class ReplicaFetcherThread(threading.Thread):
             self._truncate_to_epoch_end_offsets(queries)
             return
         try:
-            response = self._fetch(request)
+            response = self._fetch(request)  # type: ignore[arg-type]  # not None: the locked block returned otherwise
         except (KafkaError, OSError) as e:
             if self._stopping.is_set():
                 return

@@ -9,17 +9,23 @@ ReplicaFetcherManager (threads fetching from the leader); a leader learns its fo
 positions from their fetches (`read_from_local_log` with a replica id), moves its high
 watermark, completes the produce and fetch requests waiting for it, and asks the IsrManager to
 write ISR expansions and shrinks to ZooKeeper.
+
+A log dir that fails (reported to the LogManager's LogDirFailureChannel) is handled by the
+LogDirFailureHandler thread through `handle_log_dir_failure`: the partitions in it become offline
+(KAFKA_STORAGE_ERROR to clients and to the controller's LeaderAndIsr), their fetchers stop, and
+the broker tells the controller with a /log_dir_event_notification znode.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from kafkapy.protocol.errors import (
     KafkaError,
@@ -41,6 +47,7 @@ from kafkapy.protocol.generated.stop_replica_request import StopReplicaRequest
 from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from kafkapy.server.isr_manager import IsrManager
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.log_dir_failure_handler import LogDirFailureHandler
 from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
@@ -111,6 +118,10 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.log_config_for = log_config_for  # topic -> LogConfig (blocking: reads ZooKeeper)
         self.partitions: dict[TopicPartition, Partition] = {}
+        # Kafka's HostedPartition.Offline: replicas whose log dir failed (until a restart).
+        self.offline_partitions: set[TopicPartition] = set()
+        self._zk = zk or (lambda: None)
+        self._failure_handler: LogDirFailureHandler | None = None
         self.controller_epoch = 0
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
@@ -122,7 +133,7 @@ class ReplicaManager:
             int(config.num_replica_fetchers) if config is not None else 1,
             # The followers' connections to leaders: BrokerConnection with the inter-broker
             # listener's TLS/SASL settings when the broker gives them.
-            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),
+            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),  # type: ignore[arg-type]  # the keyword is thread_factory
         )
         self.isr_manager = IsrManager(
             broker_id,
@@ -171,6 +182,10 @@ class ReplicaManager:
                     )
                     code = KafkaStorageException.code
                 errors.append(LeaderAndIsrPartitionError(partition_index=ps.partition_index, error_code=code))
+                if code == 0 and (future := self.log_manager.take_future_log(tp)) is not None:
+                    # A log-dir move the last run did not finish: carry on now the replica is hosted
+                    # (Kafka's becomeLeaderOrFollower starts its ReplicaAlterLogDirsThread here).
+                    self.log_manager.moves.resume(tp, self.partitions[tp].log, future)
             topics_out.append(LeaderAndIsrTopicError(topic_id=topic_id, partition_errors=errors))
         if new_fetches:
             self.fetcher_manager.add_fetcher_for_partitions(new_fetches)
@@ -187,6 +202,13 @@ class ReplicaManager:
         leaders: dict[int, BrokerEndPoint],
         new_fetches: dict[TopicPartition, InitialFetchState],
     ) -> int:
+        if tp in self.offline_partitions:
+            state_change_log.warning(
+                "[Broker id=%d] Ignoring LeaderAndIsr request from controller %d epoch %d for partition %s as the "
+                "local replica for the partition is in an offline log directory",
+                self.broker_id, request.controller_id, request.controller_epoch, tp,
+            )  # fmt: skip
+            return KafkaStorageException.code
         partition = self.partitions.get(tp)
         if partition is not None and ps.leader_epoch < partition.leader_epoch:
             state_change_log.info(
@@ -200,7 +222,8 @@ class ReplicaManager:
         if self.broker_id not in ps.replicas:
             return UnknownTopicOrPartitionException.code
         if partition is None:
-            the_log = self.log_manager.get_or_create_log(tp, config)
+            # is_new: a LeaderAndIsr v1+ field (hand-built states in tests may leave it out).
+            the_log = self.log_manager.get_or_create_log(tp, config, is_new=bool(getattr(ps, "is_new", True)))
             partition = Partition(tp, self.broker_id, the_log, self.replica_lag_time_max_ms)
             self.partitions[tp] = partition
         if ps.leader == self.broker_id:
@@ -249,7 +272,7 @@ class ReplicaManager:
         if request.controller_epoch < self.controller_epoch:
             return StopReplicaResponse(error_code=STALE_CONTROLLER_EPOCH)
         self.controller_epoch = request.controller_epoch
-        out = []
+        out: list[StopReplicaPartitionError] = []
         # Fetchers go first: once this returns, no fetcher writes to these logs any more.
         self.fetcher_manager.remove_fetcher_for_partitions(
             TopicPartition(ts.topic_name, ps.partition_index)
@@ -259,6 +282,11 @@ class ReplicaManager:
         for ts in request.topic_states:
             for ps in ts.partition_states:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
+                if tp in self.offline_partitions:  # its log dir failed: nothing can be stopped or deleted
+                    out.append(StopReplicaPartitionError(
+                        topic_name=tp.topic, partition_index=tp.partition, error_code=KafkaStorageException.code
+                    ))  # fmt: skip
+                    continue
                 partition = self.partitions.pop(tp, None)
                 if ps.delete_partition:
                     if partition is not None or self.log_manager.get_log(tp) is not None:
@@ -283,7 +311,7 @@ class ReplicaManager:
         """
         partition = self.partitions.get(tp)
         if partition is None:
-            raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition {tp}")
+            self._raise_not_hosted(tp)
         if current_leader_epoch != partition.leader_epoch:
             partition.check_current_leader_epoch(current_leader_epoch)  # raises unless no epoch was named
         if not partition.is_leader:
@@ -291,6 +319,15 @@ class ReplicaManager:
                 f"Leader not local for partition {tp} on broker {self.broker_id}"
             )
         return partition
+
+    def _raise_not_hosted(self, tp: TopicPartition) -> NoReturn:
+        if tp in self.offline_partitions:
+            raise KafkaStorageException(f"Partition {tp} is in an offline log directory")
+        raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition {tp}")
+
+    def _gone_code(self, tp: TopicPartition) -> int:
+        """A waiting request's answer for a partition no longer hosted here."""
+        return KafkaStorageException.code if tp in self.offline_partitions else NotLeaderOrFollowerException.code
 
     def last_offset_for_leader_epoch(
         self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool
@@ -300,7 +337,7 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         try:
             if partition is None:
-                raise UnknownTopicOrPartitionException(f"This server does not host this topic-partition {tp}")
+                self._raise_not_hosted(tp)
             found = partition.last_offset_for_leader_epoch(
                 current_leader_epoch, leader_epoch, fetch_only_from_leader
             )
@@ -346,7 +383,7 @@ class ReplicaManager:
                 continue
             partition = self.partitions.get(tp)
             if partition is None:
-                outcomes.append((r, NotLeaderOrFollowerException.code))
+                outcomes.append((r, self._gone_code(tp)))
                 continue
             done, code = partition.check_enough_replicas_reached(r.last_offset + 1)
             if not done:
@@ -369,7 +406,7 @@ class ReplicaManager:
                     continue
                 partition = self.partitions.get(tp)
                 if partition is None:
-                    outcomes[tp] = NotLeaderOrFollowerException.code
+                    outcomes[tp] = self._gone_code(tp)
                     continue
                 done, code = partition.check_enough_replicas_reached(r.last_offset + 1)
                 if done:
@@ -493,8 +530,8 @@ class ReplicaManager:
             return -1
         try:
             info = the_log.read(offset, max(limit, 1), end, True)
-        except OffsetOutOfRangeException:
-            return -1
+        except (OffsetOutOfRangeException, KafkaStorageException):
+            return -1  # answer now: the read will say why
         return sum(r.length for r in info.records)
 
     # -- replication ----------------------------------------------------------------------------
@@ -529,19 +566,63 @@ class ReplicaManager:
     def _leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
+    # -- a failed log dir -----------------------------------------------------------------------
+
+    async def handle_log_dir_failure(self, log_dir: str, send_zk_notification: bool = True) -> None:
+        """Kafka's ReplicaManager.handleLogDirFailure, on the event loop (which owns the partitions):
+        the replicas and future replicas in `log_dir` stop, the LogManager closes the dir's logs
+        (or halts the broker if it was the last dir), and the controller is told through ZooKeeper."""
+        loop = asyncio.get_running_loop()
+        if log_dir not in self.log_manager.log_dirs:
+            return
+        log.warning("Stopping serving replicas in dir %s", log_dir)
+        offline = sorted(tp for tp, p in self.partitions.items() if _parent(p.log.dir) == log_dir)
+        moving = sorted(tp for tp, future in self.log_manager.moves.future_logs().items()
+                        if _parent(future.dir) == log_dir)
+        self.fetcher_manager.remove_fetcher_for_partitions(offline)
+        for tp in offline:
+            del self.partitions[tp]
+            self.offline_partitions.add(tp)
+            # Requests waiting on these partitions answer now, with KAFKA_STORAGE_ERROR.
+            self._complete_delayed(tp)
+        log.warning(
+            "Broker %d stopped fetcher for partitions %s and stopped moving logs for partitions %s because they "
+            "are in the failed log directory %s.",
+            self.broker_id, ",".join(map(str, offline)), ",".join(map(str, moving)), log_dir,
+        )  # fmt: skip
+        # Off the loop: it waits for movers and the cleaner, and may halt the process.
+        await loop.run_in_executor(None, self.log_manager.handle_log_dir_failure, log_dir)
+        if send_zk_notification:
+            zk = self._zk()
+            if zk is not None:
+                await loop.run_in_executor(None, zk.propagate_log_dir_event, self.broker_id)
+        log.warning("Stopped serving replicas in dir %s", log_dir)
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     def startup(self) -> None:
-        """Start the isr-expiration and isr-change-propagation tasks (on the event loop)."""
+        """Start the isr-expiration and isr-change-propagation tasks (on the event loop) and the
+        LogDirFailureHandler thread (dirs that failed at start-up are handled first)."""
         self.isr_manager.start()
+        channel = getattr(self.log_manager, "failure_channel", None)
+        if channel is not None:
+            self._failure_handler = LogDirFailureHandler(
+                self.broker_id, channel, self.handle_log_dir_failure, asyncio.get_running_loop())
+            self._failure_handler.start()
 
     async def shutdown(self) -> None:
         loop = asyncio.get_running_loop()
+        if self._failure_handler is not None:
+            self._failure_handler.initiate_shutdown()
         await self.isr_manager.stop()
         await loop.run_in_executor(None, self.fetcher_manager.shutdown)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
         self.delete_records_purgatory.shutdown()
+
+
+def _parent(path: str) -> str:
+    return os.path.dirname(path)
 
 
 async def gather_configs(

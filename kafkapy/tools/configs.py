@@ -119,8 +119,11 @@ def command(
             entity_type, entity_name, entity_default, topic=topic, broker=broker, broker_defaults=broker_defaults,
             client=client, user=user,
         )
-        options = check_args(alter, describe, bootstrap_server, zookeeper, types, names, default, add_config,
-                             delete_config, describe_all)
+        options = check_args(
+            alter, describe, bootstrap_server, zookeeper, types, names, default, add_config, delete_config,
+            describe_all, entity_options=bool(entity_type or entity_name or entity_default),
+            entity_flags=any(f is not None for f in (topic, client, user, broker)) or broker_defaults,
+        )
         if not logging.getLogger().handlers:
             # kazoo logs connection trouble; without a handler Python would print it to stderr.
             logging.getLogger().addHandler(logging.NullHandler())

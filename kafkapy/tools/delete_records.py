@@ -31,6 +31,7 @@ from kafkapy.client.admin import AdminClient
 from kafkapy.client.records_deletion import delete_records
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.tools import kafka_json as kj
 from kafkapy.tools.command_line import run_command
 
 EARLIEST_VERSION = 1
@@ -56,29 +57,22 @@ def parse_offset_json(text: str) -> list[tuple[TopicPartition, int]]:
         raise AdminCommandFailedError("The input string is not a valid JSON") from None
     if not isinstance(document, dict):
         raise AdminCommandFailedError("The input string is not a valid JSON")
-    version = document.get("version", EARLIEST_VERSION)
+    version = kj.as_int(document["version"]) if "version" in document else EARLIEST_VERSION
     if version != EARLIEST_VERSION:
         raise AdminCommandFailedError(f"Not supported version field value {version}")
     if "partitions" not in document:
         raise AdminCommandFailedError("Missing partitions field")
-    try:
-        offsets = [
-            (TopicPartition(_typed(e["topic"], str), _typed(e["partition"], int)), _typed(e["offset"], int))
-            for e in document["partitions"]
-        ]
-    except (KeyError, TypeError) as e:
-        raise AdminCommandFailedError(f"Delete records data is malformed: {e}") from None
+    # Kafka's DecodeJson messages, e.g. "No such field exists: `offset`".
+    offsets = [
+        (TopicPartition(kj.as_string(kj.field(e, "topic")), kj.as_int(kj.field(e, "partition"))),
+         kj.as_long(kj.field(e, "offset")))
+        for e in kj.as_array(document["partitions"])
+    ]
     duplicates = sorted(tp for tp, n in Counter(tp for tp, _ in offsets).items() if n > 1)
     if duplicates:
         raise AdminCommandFailedError(
             "Offset json file contains duplicate topic partitions: " + ",".join(map(str, duplicates)))
     return offsets
-
-
-def _typed(value: object, kind: type) -> Any:
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise TypeError(f"Expected {kind.__name__}, got {value!r}")
-    return value
 
 
 def result_line(tp: TopicPartition, result: int | KafkaError) -> str:

@@ -309,14 +309,14 @@ def dump_producer_snapshot(path: str, out: Out, err: Out) -> None:
     except CorruptSnapshotException as e:
         err(str(e))
         return
-    for e in entries:
+    for entry in entries:
         line = (
-            f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
-            f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: "
-            f"{'None' if e.current_txn_first_offset < 0 else f'Some({e.current_txn_first_offset})'} "
-            f"lastTimestamp: {e.timestamp} "
+            f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: "
+            f"{'None' if entry.current_txn_first_offset < 0 else f'Some({entry.current_txn_first_offset})'} "
+            f"lastTimestamp: {entry.timestamp} "
         )
-        for b in ProducerStateEntry.from_snapshot(e).batches:
+        for b in ProducerStateEntry.from_snapshot(entry).batches:
             line += (
                 f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
                 f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}"

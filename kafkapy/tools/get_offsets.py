@@ -35,13 +35,23 @@ class ToolExit(Exception):
     """The command ends with exit code 1 after Kafka's message has been printed on stderr."""
 
 
+class BadPartitions(ValueError):
+    """--partitions is not a list of partition ids: Kafka prints the message on stderr, exit 1."""
+
+
+_JAVA_INT = re.compile(r"^[+-]?\d+$")
+
+
 def parse_partitions(text: str | None) -> list[int]:
+    """Kafka's parsing: each comma-separated entry as Java's Integer.parseInt reads it (no spaces,
+    no empty entries); anything else is Kafka's message and exit 1."""
     if not text:
         return []
-    try:
-        return [int(p.strip()) for p in text.split(",") if p.strip()]
-    except ValueError as e:
-        raise click.UsageError(f"Invalid --partitions value {text!r}: {e}") from None
+    entries = text.split(",")
+    if not all(_JAVA_INT.match(p) and -(2**31) <= int(p) < 2**31 for p in entries):
+        raise BadPartitions(
+            f"--partitions expects a comma separated list of numeric partition ids, but received: {text}")
+    return sorted({int(p) for p in entries})
 
 
 def valid_broker_list(text: str) -> bool:
@@ -76,7 +86,7 @@ def get_offsets(admin: AdminClient, topic: str, requested: list[int], timestamp:
             by_leader[leader].append(p)
     offsets: dict[int, int | None] = {}
     for leader, ps in by_leader.items():
-        _, answer = admin.send_to_broker(leader, ApiKey.LIST_OFFSETS, lambda v, ps=ps: _body(topic, ps, timestamp))
+        _, answer = admin.send_to_broker(leader, ApiKey.LIST_OFFSETS, lambda v, ps=ps: _body(topic, ps, timestamp))  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
         for t in answer.topics:
             for p in t.partitions:
                 raise_for_error(p.error_code)
@@ -121,7 +131,11 @@ def command(broker_list: str | None, bootstrap_server: str | None, topic: str | 
     if not valid_broker_list(servers):
         click.echo("Please provide valid host:port like host1:9091,host2:9092", err=True)
         sys.exit(1)
-    requested = parse_partitions(partitions)
+    try:
+        requested = parse_partitions(partitions)
+    except BadPartitions as e:
+        click.echo(str(e), err=True)
+        sys.exit(1)
     admin = AdminClient(servers)
     try:
         found = get_offsets(admin, topic, requested, timestamp, lambda line: click.echo(line, err=True))

@@ -28,6 +28,7 @@ from kafkapy.client.elections import elect_leaders
 from kafkapy.protocol.errors import ElectionNotNeededException, KafkaError, TimeoutException
 from kafkapy.server.controller.events import ElectionType
 from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.tools import kafka_json as kj
 from kafkapy.tools.command_line import run_command
 
 # Kafka's command gives the admin client 30 s for the whole call.
@@ -82,27 +83,14 @@ def parse_election_data(text: str) -> set[TopicPartition]:
         raise AdminCommandFailedError("Replica election data is empty")
     if "partitions" not in document:
         raise AdminCommandFailedError('Replica election data is missing "partitions" field')
-    try:
-        partitions = [TopicPartition(_str(e["topic"]), _int(e["partition"])) for e in document["partitions"]]
-    except (KeyError, TypeError, ValueError) as e:
-        raise AdminCommandFailedError(f"Replica election data is malformed: {e}") from None
+    # Kafka's DecodeJson messages, e.g. "No such field exists: `partition`".
+    partitions = [TopicPartition(kj.as_string(kj.field(e, "topic")), kj.as_int(kj.field(e, "partition")))
+                  for e in kj.as_array(document["partitions"])]
     duplicates = sorted(tp for tp, n in Counter(partitions).items() if n > 1)
     if duplicates:
         raise AdminCommandFailedError(
             "Replica election data contains duplicate partitions: " + ",".join(map(str, duplicates)))
     return set(partitions)
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"Expected a string for topic, got {value!r}")
-    return value
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"Expected an integer for partition, got {value!r}")
-    return value
 
 
 def java_exception(e: KafkaError) -> str:

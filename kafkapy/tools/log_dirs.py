@@ -10,12 +10,13 @@ prints Kafka's lines and its JSON (compact, as Jackson writes it):
         {"partition":"t-0","size":123,"offsetLag":0,"isFuture":false}]}]}]}
 
 A --broker-list naming brokers the cluster does not have prints Kafka's ERROR line and queries
-nothing. --topic-list filters the answer on the client, as Kafka does.
+nothing (exit 1; Kafka 3.0 exits 0). --topic-list filters the answer on the client, as Kafka does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,11 +33,16 @@ _PURPOSE = "This tool helps to query log directory usage on the specified broker
 Printer = Callable[[str], None]
 
 
-def parse_int_list(raw: str, what: str) -> list[int]:
-    try:
-        return [int(b) for b in raw.split(",") if b]
-    except ValueError:
-        raise click.UsageError(f"Invalid {what}: {raw}") from None
+class BadBrokerList(ValueError):
+    """A --broker-list entry that is not a number: Java's NumberFormatException message."""
+
+
+def parse_int_list(raw: str) -> list[int]:
+    entries = [b for b in raw.split(",") if b]
+    for b in entries:
+        if not re.fullmatch(r"[+-]?\d+", b):
+            raise BadBrokerList(f'For input string: "{b}"')
+    return [int(b) for b in entries]
 
 
 def format_as_json(infos: Mapping[int, Mapping[str, LogDirDescription]], topics: set[str]) -> str:
@@ -58,23 +64,26 @@ def format_as_json(infos: Mapping[int, Mapping[str, LogDirDescription]], topics:
     return json.dumps(document, separators=(",", ":"))
 
 
-def describe(admin: AdminClient, broker_list: str | None, topic_list: str, out: Printer) -> None:
+def describe(admin: AdminClient, broker_list: str | None, topic_list: str, out: Printer) -> bool:
+    """Kafka 3.0's describe; False when --broker-list names brokers the cluster does not have
+    (Kafka's ERROR line, nothing queried; kafkapy then exits 1 where Kafka exits 0)."""
     topics = {t for t in topic_list.split(",") if t}
     cluster = sorted(admin.live_brokers())
     if broker_list is None:
         existing, missing = cluster, []
     else:
-        wanted = sorted(set(parse_int_list(broker_list, "broker list")))
+        wanted = sorted(set(parse_int_list(broker_list)))
         existing = [b for b in wanted if b in cluster]
         missing = [b for b in wanted if b not in cluster]
     if missing:
         out(f"ERROR: The given brokers do not exist from --broker-list: {','.join(map(str, missing))}. "
             f"Current existent brokers: {','.join(map(str, cluster))}")
-        return
+        return False
     out("Querying brokers for log directories information")
     infos = describe_log_dirs(admin, existing)
     out(f"Received log directory information from brokers {','.join(map(str, existing))}")
     out(format_as_json(infos, topics))
+    return True
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
@@ -93,15 +102,16 @@ def describe(admin: AdminClient, broker_list: str | None, topic_list: str, out: 
                    "queried if no broker list is specified")
 def command(bootstrap_server: str | None, command_config: str | None, describe_opt: bool, topic_list: str,
             broker_list: str | None) -> None:
-    if not describe_opt:
-        raise click.UsageError("Command must include exactly one action: --describe")
-    if bootstrap_server is None:
-        raise click.UsageError('Missing required argument "[bootstrap-server]"')
+    # Kafka's checkRequiredArgs, in its order.
+    for name, given in (("bootstrap-server", bootstrap_server is not None), ("describe", describe_opt)):
+        if not given:
+            click.echo(f'Missing required argument "[{name}]"', err=True)
+            sys.exit(1)
+    assert bootstrap_server is not None
     admin = AdminClient(bootstrap_server)
     try:
-        describe(admin, broker_list, topic_list, click.echo)
-    except click.UsageError:
-        raise
+        if not describe(admin, broker_list, topic_list, click.echo):
+            sys.exit(1)
     except Exception as e:  # noqa: BLE001 - any failure ends the command with an "Error:" line
         click.echo(f"Error: {getattr(e, 'message', None) or e or type(e).__name__}", err=True)
         sys.exit(1)

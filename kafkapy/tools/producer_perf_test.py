@@ -138,7 +138,7 @@ def producer_perf_test(**params: Any) -> None:
         for i in range(num):
             value = payload if items is None else random.choice(items)
             started = monotonic()
-            send(topic, value, callback=_callback(stats, started, len(value)))
+            send(topic, value, callback=_callback(stats, started, len(value or b"")))
             throttler.throttle(i + 1, monotonic())
         producer.flush()
     finally:

@@ -82,8 +82,8 @@ def test_topic_configs_through_both_paths(kafkapy_cluster: KafkapyCluster, zk: K
         (("--bootstrap-server", boot, "--alter", "--topic", "t", "--delete-config", "flush.ms"),
          "Invalid config(s): flush.ms"),
         (("--bootstrap-server", boot, "--describe", "--entity-type", "tables", "--entity-name", "t"),
-         "Invalid entity type tables, the entity type must be one of topics, clients, users, brokers, "
-         "broker-loggers with a --bootstrap-server argument"),
+         "Invalid entity type tables, the entity type must be one of topics,clients,users,brokers,"
+         "broker-loggers with the --bootstrap-server argument"),
         (("--zookeeper", zkc, "--alter", "--topic", "t", "--add-config", "retention.mss=1"),
          "Unknown topic config name: retention.mss"),
         (("--bootstrap-server", boot, "--alter", "--topic", "t", "--add-config", "retention.ms"),

@@ -140,6 +140,8 @@ def test_partition_errors_are_printed_as_kafka_prints_them(kafkapy_cluster: Kafk
         ('{"version": 1}', "Missing partitions field"),
         ('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}, {"topic": "t", "partition": 0, "offset": 2}]}',
          "Offset json file contains duplicate topic partitions: t-0"),
+        ('{"partitions": [{"topic": "t", "partition": 0}]}', "No such field exists: `offset`"),
+        ('{"partitions": [{"topic": "t", "partition": 0, "offset": "1"}]}', 'Expected `Long` value, received "1"'),
     ],
 )
 def test_bad_files_fail_before_any_request(tmp_path: Path, text: str, message: str) -> None:

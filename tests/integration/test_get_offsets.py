@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkapy.testing import KafkapyCluster
-from kafkapy.tools.get_offsets import partition_lines, valid_broker_list
+from kafkapy.tools.get_offsets import parse_partitions, partition_lines, valid_broker_list
 
 WAIT_S = 60.0
 
@@ -61,9 +61,14 @@ def test_arguments_are_checked_before_connecting() -> None:
     assert (done.returncode, done.stderr.strip()) == (1, 'Missing required argument "[topic]"')
     done = run_tool("--broker-list", "nohostport", "--topic", "t")
     assert (done.returncode, done.stderr.strip()) == (1, "Please provide valid host:port like host1:9091,host2:9092")
+    for bad in ("0,x", "0,,1", " 1"):
+        done = run_tool("--broker-list", "127.0.0.1:1", "--topic", "t", "--partitions", bad)
+        assert (done.returncode, done.stderr.rstrip("\n")) == (
+            1, f"--partitions expects a comma separated list of numeric partition ids, but received: {bad}")
 
 
 def test_lines_and_broker_lists() -> None:
+    assert parse_partitions("2,0,2") == [0, 2] and parse_partitions(None) == []
     assert partition_lines("t", {2: None, 0: 42}) == ["t:0:42", "t:2:"]
     assert valid_broker_list("a:1,b:2")
     assert not valid_broker_list("a:1,b")

@@ -196,3 +196,7 @@ def test_report_prints_kafkas_three_kinds_of_lines() -> None:
         "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: Failed to elect leader for partition d-2",
     ]
     assert parse_election_data('{"partitions": [{"topic": "t", "partition": 3}]}') == {TopicPartition("t", 3)}
+    with pytest.raises(ValueError, match="^No such field exists: `partition`$"):
+        parse_election_data('{"partitions": [{"topic": "t"}]}')
+    with pytest.raises(ValueError, match='^Expected `String` value, received 1$'):
+        parse_election_data('{"partitions": [{"topic": 1, "partition": 0}]}')

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -78,6 +79,7 @@ def test_describe_two_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]]) -> No
 
     missing = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
                                            "--broker-list", "0,7"])
+    assert missing.exit_code == 1
     assert missing.stdout.strip() == ("ERROR: The given brokers do not exist from --broker-list: 7. "
                                       "Current existent brokers: 0")
 
@@ -194,3 +196,72 @@ def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[Kafk
     assert "Reassignment of partition m-0 is complete." in verified.stdout
     assert "Reassignment of replica m-0-0 completed successfully." in verified.stdout
     assert "Clearing broker-level throttles on broker 0" in verified.stdout  # the log-dir throttle too
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_a_log_dir_move_resumes_after_a_restart(two_dirs: tuple[KafkapyCluster, list[str]], tmp_path: Path) -> None:
+    """A throttled move (50 KB/s over 2 MB) is interrupted by a broker restart: the `-future` log
+    survives the clean shutdown, is loaded at start-up and the move carries on from the offset it
+    had reached (the throttle is then lifted so it ends quickly), with every record once and in
+    order."""
+    cluster, (dir_a, dir_b) = two_dirs
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("slow", num_partitions=1, replication_factor=1)])["slow"].result(WAIT_S)
+    source, target = (dir_a, dir_b) if os.path.isdir(os.path.join(dir_a, "slow-0")) else (dir_b, dir_a)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5,
+                         "compression.type": "none"})
+    sent = 2000
+    for i in range(sent):
+        producer.produce("slow", value=b"%08d" % i + b"x" * 1000)
+        if i % 500 == 0:
+            producer.poll(0)
+    assert producer.flush(WAIT_S) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "slow", "partition": 0, "replicas": [0], "log_dirs": [target]}]}))
+    done = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", "--bootstrap-server",
+                           cluster.bootstrap_servers, "--execute", "--reassignment-json-file", str(plan),
+                           "--replica-alter-log-dirs-throttle", "50000"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    def futures() -> list[str]:
+        return [n for n in os.listdir(target) if n.endswith("-future")] if os.path.isdir(target) else []
+
+    deadline = time.monotonic() + WAIT_S
+    while not futures():
+        assert time.monotonic() < deadline, "the move never started"
+        time.sleep(0.05)
+    time.sleep(1.0)  # part of the copy is done
+    assert futures() and os.path.isdir(os.path.join(source, "slow-0")), "the move ended before the restart"
+    broker = cluster.brokers[0]
+    broker.restart()
+    cluster.wait_until_ready()
+    deadline = time.monotonic() + WAIT_S
+    while not (resumed := re.search(r"Resuming the move of slow-0 to \S+ from offset (\d+)", broker.server_log())):
+        assert time.monotonic() < deadline, "the move was not resumed"
+        time.sleep(0.2)
+    assert int(resumed.group(1)) > 0  # not started over
+    lifted = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", "--bootstrap-server",
+                             cluster.bootstrap_servers, "--entity-type", "brokers", "--entity-name", "0", "--alter",
+                             "--delete-config", "replica.alter.log.dirs.io.max.bytes.per.second"],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert lifted.returncode == 0, lifted.stdout + lifted.stderr
+
+    deadline = time.monotonic() + 90
+    while futures() or os.path.isdir(os.path.join(source, "slow-0")) or not os.path.isdir(
+            os.path.join(target, "slow-0")):
+        assert time.monotonic() < deadline, "the resumed move never finished"
+        time.sleep(0.2)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check-resume",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition("slow", 0, 0)])
+    got: list[int] = []
+    deadline = time.monotonic() + WAIT_S
+    while len(got) < sent and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(int(msg.value()[:8]))
+    consumer.close()
+    assert got == list(range(sent))

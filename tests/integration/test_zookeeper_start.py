@@ -158,7 +158,9 @@ def test_restart_keeps_the_port_the_data_and_the_sessions(zookeeper: ZooKeeperPr
     ZooKeeper is down longer than its timeout: the server restores sessions from its snapshot and
     log and restarts their timers, so a client that reconnects in time keeps its ephemeral znodes
     (what the ZooKeeper fault tests rely on)."""
-    client = KazooClient(hosts=zookeeper.connect_string, timeout=4)
+    # A session timeout of 8 s leaves a loaded CI machine time to start the JVM again and the
+    # client to reconnect; down for 10 s is still longer than the timeout, which is the point.
+    client = KazooClient(hosts=zookeeper.connect_string, timeout=8)
     client.start(timeout=15)
     states: list[str] = []
     client.add_listener(states.append)
@@ -166,7 +168,7 @@ def test_restart_keeps_the_port_the_data_and_the_sessions(zookeeper: ZooKeeperPr
         session = client.client_id[0]
         client.create("/ephemeral", b"1", ephemeral=True)
         port = zookeeper.port
-        zookeeper.restart(down_seconds=6)
+        zookeeper.restart(down_seconds=10)
         assert zookeeper.port == port and zookeeper.is_running()
         assert client.retry(client.exists, "/ephemeral") is not None  # retried until reconnected
         assert client.client_id[0] == session

@@ -11,7 +11,7 @@ cluster default, server.properties, built-in default.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from kafkapy.protocol.errors import InvalidConfigurationException, InvalidRequestException
@@ -125,7 +125,7 @@ def _entry(name: str, value: str | None, source: int, syns: list[Synonym], key: 
     )  # fmt: skip
 
 
-def describe_broker(apis: Any, resource_name: str, keys: set[str] | None, include_synonyms: bool,
+def describe_broker(apis: Any, resource_name: str, keys: Collection[str] | None, include_synonyms: bool,
                     docs: bool) -> list[DescribeConfigsResourceResult]:
     """Every config of this broker (its id), or the cluster-wide dynamic defaults ("")."""
     config = apis.config

@@ -54,7 +54,8 @@ def _this_broker(apis: KafkaApis, listener: str) -> list[BrokerAddress]:
 def controller_id(apis: KafkaApis) -> int:
     cid = apis.metadata_cache.controller_id
     if cid is not None:
-        return cid
+        result: int = cid
+        return result
     # Before the first UpdateMetadata: the controller this broker knows from /controller (every
     # broker's KafkaController watches it), rather than -1, which admin clients do not re-ask.
     controller = apis.server.controller
@@ -70,7 +71,7 @@ def handle_describe_cluster(
         error_code=0,
         error_message=None,
         endpoint_type=1,
-        cluster_id=apis.server.cluster_id,
+        cluster_id=apis.server.cluster_id or "",  # set at start-up, before requests are served
         controller_id=controller_id(apis),
         brokers=[
             DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)

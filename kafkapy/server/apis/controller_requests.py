@@ -33,7 +33,7 @@ async def handle_leader_and_isr(
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
     configs = await gather_configs(loop, topics, apis.server._log_config_for)
-    response = apis.replica_manager.become_leader_or_follower(body, configs)
+    response: LeaderAndIsrResponse = apis.replica_manager.become_leader_or_follower(body, configs)
     _update_group_coordinator(apis, body, response)
     _update_transaction_coordinator(apis, body, response)
     return response
@@ -121,7 +121,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: StopReplicaRequ
                     gc.on_resigned(ps.partition_index)
                 elif ts.topic_name == TRANSACTION_STATE_TOPIC_NAME and tc is not None:
                     tc.on_resigned(ps.partition_index)
-    return apis.replica_manager.stop_replicas(body)
+    response: StopReplicaResponse = apis.replica_manager.stop_replicas(body)
+    return response
 
 
 @handles(ApiKey.CONTROLLED_SHUTDOWN)

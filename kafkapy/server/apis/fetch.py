@@ -150,9 +150,10 @@ def _read(
         for w in wanted
         if not w.error_code and w.topic is not None
     ]
-    return apis.replica_manager.read_from_local_log(
+    results: dict[TopicPartition, FetchResult] = apis.replica_manager.read_from_local_log(
         replica_id, isolation, max_bytes, ranges, update_follower_state
     )
+    return results
 
 
 def _encode(

@@ -95,7 +95,7 @@ class KafkaApis:
         self.max_request_elements: int = server.config.kafkapy_request_max_elements
         # api key -> (handler, lowest version, highest version): one lookup per request
         self._routes: dict[int, tuple[Handler, int, int]] = {
-            int(k): (h, *SUPPORTED_VERSIONS[k]) for k, h in HANDLERS.items() if k in SUPPORTED_VERSIONS
+            k: (h, *SUPPORTED_VERSIONS[ApiKey(k)]) for k, h in HANDLERS.items() if k in SUPPORTED_VERSIONS
         }
         # Set until start_processing(): a client connecting the moment /brokers/ids/<id> exists
         # must not be answered from an empty metadata cache (controller -1, no brokers): the

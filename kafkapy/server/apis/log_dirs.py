@@ -68,7 +68,8 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
 
 def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
                       wanted: set[TopicPartition] | None,
-                      futures: dict[TopicPartition, Log] | None = None) -> list[DescribeLogDirsResult]:
+                      futures: dict[TopicPartition, Log] | None = None,
+                      offline_dirs: frozenset[str] = frozenset()) -> list[DescribeLogDirsResult]:
     """One result per log dir (blocking: sums segment sizes)."""
     by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {d: {} for d in log_dirs}
     entries = [(tp, lg, False) for tp, lg in logs.items()] + [(tp, lg, True) for tp, lg in (futures or {}).items()]
@@ -92,8 +93,9 @@ def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
     results = []
     for log_dir, topics in by_dir.items():
         total, usable = _volume_bytes(log_dir)
-        # A dir that vanished under the broker is what Kafka reports as an offline log dir.
-        error = 0 if os.path.isdir(log_dir) else KafkaStorageException.code
+        # A failed dir (or one that vanished under the broker) is reported as Kafka reports an
+        # offline log dir: KAFKA_STORAGE_ERROR and no replicas.
+        error = 0 if log_dir not in offline_dirs and os.path.isdir(log_dir) else KafkaStorageException.code
         results.append(DescribeLogDirsResult(
             error_code=error,
             log_dir=log_dir,
@@ -113,19 +115,22 @@ async def handle_describe_log_dirs(
     loop = asyncio.get_running_loop()
     futures = log_manager.moves.future_logs()
     results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body),
-                                         futures)
+                                         futures, log_manager.failure_channel.offline_dirs)
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
 def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any], tp: TopicPartition,
-                          path: str) -> int:
+                          path: str, offline: set[TopicPartition] | frozenset[TopicPartition] = frozenset()) -> int:
     """One partition's error code (blocking: only dictionary and stat calls)."""
     destination = os.path.abspath(path)
     if destination not in log_manager.log_dirs:
         log.warning("Unable to alter log dirs for %s: Log dir %s is not found in the config.", tp, destination)
         return LogDirNotFoundException.code
-    if not os.path.isdir(destination):
+    if not log_manager.is_log_dir_online(destination) or not os.path.isdir(destination):
         log.warning("Unable to alter log dirs for %s: Log directory %s is offline", tp, destination)
+        return KafkaStorageException.code
+    if tp in offline:
+        log.warning("Unable to alter log dirs for %s: Partition %s is offline", tp, tp)
         return KafkaStorageException.code
     log_manager.maybe_update_preferred_log_dir(tp, destination)
     partition = partitions.get(tp)
@@ -143,6 +148,7 @@ async def handle_alter_replica_log_dirs(
 ) -> AlterReplicaLogDirsResponse:
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
+    offline = apis.replica_manager.offline_partitions
 
     def alter_all() -> dict[str, list[AlterReplicaLogDirPartitionResult]]:
         # Off the loop: starting a move creates the future log's files (and may wait for a
@@ -151,7 +157,7 @@ async def handle_alter_replica_log_dirs(
         for d in body.dirs:
             for t in d.topics:
                 for p in t.partitions:
-                    code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path)
+                    code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path, offline)
                     results.setdefault(t.name, []).append(
                         AlterReplicaLogDirPartitionResult(partition_index=p, error_code=code)
                     )

@@ -51,7 +51,8 @@ def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> MetadataRespon
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr),
-                offline_replicas=[r for r in p.replicas if r not in live],
+                # Dead brokers, and replicas the controller marked offline (a failed log dir).
+                offline_replicas=[r for r in p.replicas if r not in live or r in p.offline_replicas],
             )
         )
     return MetadataResponseTopic(

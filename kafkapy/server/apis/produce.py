@@ -39,7 +39,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     # through update()). A partition named twice counts once, its last records, as in Kafka's map.
     results: dict[TopicPartition, ProduceResult | None] = {}
     entries: dict[TopicPartition, Any] = {}
-    partition_info = apis.server.metadata_cache.partition_info
+    partition_info = apis.server.metadata_cache.partition_info  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
     # Request-level refusals answer every partition with the same error.
     if acks not in (-1, 0, 1):
         refused = InvalidRequiredAcksException.code
@@ -68,7 +68,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
                 entries[tp] = records
     replica_manager = apis.server.replica_manager
     if entries:
-        results.update(replica_manager.append_records(acks, entries.items()))
+        results.update(replica_manager.append_records(acks, entries.items()))  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
     if acks == 0:
         if any(r is not None and r.error_code for r in results.values()):
             from kafkapy.protocol.errors import ProtocolError
@@ -76,9 +76,9 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
             raise ProtocolError("acks=0 produce request failed: closing the connection to tell the client")
         return None
     # acks=all waits in purgatory unless the ISR already has it (a single-replica ISR always does).
-    if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):
-        return _await_isr(apis, request, req, results)
-    return _respond(request, results)
+    if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+        return _await_isr(apis, request, req, results)  # type: ignore[arg-type]  # every partition is answered by now
+    return _respond(request, results)  # type: ignore[arg-type]  # every partition is answered by now
 
 
 async def _await_isr(
@@ -103,4 +103,4 @@ def _respond(request: Request, results: dict[TopicPartition, ProduceResult]) -> 
         rows.append(
             (index, r.error_code, r.base_offset, r.log_append_time, r.log_start_offset, (), r.error_message)
         )
-    return produce_codec.encode_produce_response_frame(header.api_version, header.correlation_id, topics)
+    return produce_codec.encode_produce_response_frame(header.api_version, header.correlation_id, topics)  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order

@@ -151,17 +151,17 @@ async def handle_alter_user_scram_credentials(
                 errors[user] = (UnsupportedSaslMechanismException.code, "Unknown SCRAM mechanism")
             if user not in errors:
                 configs = dict(admin.fetch_entity_config("users", user))
-                for mechanism, credential in user_changes:
-                    if credential is None and mechanism not in configs:
+                for mechanism, formatted in user_changes:
+                    if formatted is None and mechanism not in configs:
                         errors[user] = (
                             ResourceNotFoundException.code,
                             f"Attempt to delete a user credential that does not exist: {user}",
                         )
                         break
-                    if credential is None:
+                    if formatted is None:
                         configs.pop(mechanism)
                     else:
-                        configs[mechanism] = credential
+                        configs[mechanism] = formatted
                 else:
                     admin.change_entity_config("users", user, configs)
             code, message = errors.get(user, (0, None))

@@ -209,7 +209,7 @@ async def handle_create_topics(
         if not body.validate_only:
             created.append((result, len(final_assignment)))
     for result, n in created:
-        if not await wait_until(lambda r=result, n=n: _topic_ready(apis, r.name, n), body.timeout_ms):
+        if not await wait_until(lambda r=result, n=n: _topic_ready(apis, r.name, n), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
             result.error_code = TimeoutException.code
             result.error_message = f"Timed out waiting for topic {result.name} to be created"
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
@@ -267,7 +267,7 @@ async def handle_delete_topics(
                 response.error_code = e.code
                 response.error_message = e.message
     for response in pending:
-        if not await wait_until(lambda n=response.name: not cache.contains_topic(n), body.timeout_ms):
+        if not await wait_until(lambda n=response.name: not cache.contains_topic(n), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
             response.error_code = TimeoutException.code
     return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
@@ -321,6 +321,6 @@ async def handle_create_partitions(
             result.error_code = UnknownServerException.code
             result.error_message = str(e)
     for result, count in pending:
-        if not await wait_until(lambda r=result, c=count: _topic_ready(apis, r.name, c), body.timeout_ms):
+        if not await wait_until(lambda r=result, c=count: _topic_ready(apis, r.name, c), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
             result.error_code = TimeoutException.code
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -100,6 +100,11 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirEventNotification(ControllerEvent):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaLeaderElection(ControllerEvent):
     """Preferred replica election; `partitions=None` means "read /admin/preferred_replica_election"."""
 

@@ -1,9 +1,11 @@
 """KafkaController: the ZooKeeper-era controller, one event queue processed by one thread.
 
 Every broker runs one; the broker that creates the ephemeral /controller is active. Lifecycle and
-election live here; what happens on each cluster event lives in broker_events.py,
-topic_events.py and preferred_election.py, each a set of functions of this controller, all
-called from `process` on the event thread, so no controller state needs a lock.
+election live here; what happens on each cluster event lives in handler classes (BrokerEvents,
+TopicEvents, PreferredReplicaElection, LeaderElections, PartitionReassignments) built here from
+the controller's parts (ControllerServices) and registered in one dispatch table (EventRoutes).
+`process` runs them one event at a time on the event thread, so no controller state needs a lock;
+the handlers never see this class, so they import nothing above them.
 
 The broker uses: KafkaController(config, zk_client, broker_info, broker_epoch), startup(),
 shutdown(), is_active(), controller_id / active_controller_id, epoch, and
@@ -18,14 +20,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from kafkapy.protocol.errors import ControllerMovedException, NotControllerException
-from kafkapy.server.controller import (
-    broker_events,
-    elect_leaders,
-    preferred_election,
-    reassignment,
-    topic_events,
-)
 from kafkapy.server.controller import events as ev
+from kafkapy.server.controller.broker_events import BrokerEvents
 from kafkapy.server.controller.channel_manager import (
     ConnectionFactory,
     ControllerChannelManager,
@@ -33,13 +29,18 @@ from kafkapy.server.controller.channel_manager import (
 )
 from kafkapy.server.controller.controller_config import ControllerConfig
 from kafkapy.server.controller.controller_context import ControllerContext
+from kafkapy.server.controller.elect_leaders import LeaderElections
 from kafkapy.server.controller.event_manager import ControllerEventManager
 from kafkapy.server.controller.leader_and_isr import ReplicaAssignment, TopicPartition
 from kafkapy.server.controller.partition_state_machine import PartitionStateMachine
+from kafkapy.server.controller.preferred_election import PreferredReplicaElection
+from kafkapy.server.controller.reassignment import PartitionReassignments
 from kafkapy.server.controller.replica_state_machine import ReplicaStateMachine
 from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch
+from kafkapy.server.controller.services import ControllerServices, EventRoutes
 from kafkapy.server.controller.state_change_log import ControllerLogger
 from kafkapy.server.controller.topic_deletion_manager import TopicDeletionManager
+from kafkapy.server.controller.topic_events import TopicEvents
 from kafkapy.server.controller.zk_interface import ControllerZk
 from kafkapy.server.controller.zk_store import ZkControllerStore
 from kafkapy.server.zk.watchers import StateChangeHandler
@@ -49,6 +50,7 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 CONTROLLER = "/controller"
@@ -94,40 +96,39 @@ class KafkaController:
         )
         self.topic_deletion_manager = TopicDeletionManager(
             self.broker_id, self.context, self.zk, self.replica_state_machine, self.partition_state_machine,
-            lambda partitions: self.send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, partitions),
+            lambda partitions: self.services.send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, partitions),
             self.config.delete_topic_enable,
             on_topic_deleted=lambda topic: self.zk.unwatch(f"{TOPICS}/{topic}"),
         )
         # Written only by the event thread; read by API handlers (a plain int read is atomic).
         self._active_controller_id = -1
-        self._rebalance_timer: threading.Timer | None = None
-        self._session_handler: Any = None
+        self._session_handler: _SessionHandler | None = None
         # Set once this broker's first election is decided (it won, or /controller names another):
         # the broker serves clients after it, so that none is told "no controller".
         self._election_decided = threading.Event()
-        self._handlers: dict[type, Callable[[Any], None]] = {
-            ev.Startup: lambda e: self._process_startup(),
-            ev.ControllerChange: lambda e: self._maybe_resign(),
-            ev.Reelect: lambda e: self._process_reelect(),
-            ev.Expire: lambda e: self._process_expire(),
-            ev.RegisterBrokerAndReelect: lambda e: self._process_register_broker_and_reelect(),
-            ev.BrokerChange: lambda e: broker_events.process_broker_change(self),
-            ev.BrokerModifications: lambda e: broker_events.process_broker_modification(self, e.broker_id),
-            ev.ControlledShutdown: lambda e: broker_events.process_controlled_shutdown(self, e),
-            ev.LeaderAndIsrResponseReceived: lambda e: broker_events.process_leader_and_isr_response(self, e),
-            ev.TopicChange: lambda e: topic_events.process_topic_change(self),
-            ev.PartitionModifications: lambda e: topic_events.process_partition_modifications(self, e.topic),
-            ev.TopicDeletion: lambda e: topic_events.process_topic_deletion(self),
-            ev.TopicDeletionStopReplicaResponseReceived: lambda e: topic_events.process_stop_replica_response(self, e),
-            ev.IsrChangeNotification: lambda e: topic_events.process_isr_change_notification(self),
-            ev.ReplicaLeaderElection: lambda e: preferred_election.process_replica_leader_election(self, e),
-            ev.AutoPreferredReplicaLeaderElection: lambda e: preferred_election.process_auto_rebalance(self),
-            ev.ZkPartitionReassignment: lambda e: reassignment.process_zk_partition_reassignment(self),
-            ev.PartitionReassignmentIsrChange: lambda e: reassignment.process_isr_change(self, e.partition),
-            ev.ApiPartitionReassignment: lambda e: reassignment.process_api_partition_reassignment(self, e),
-            ev.ListPartitionReassignments: lambda e: reassignment.process_list_partition_reassignments(self, e),
-            ev.ElectLeaders: lambda e: elect_leaders.process_elect_leaders(self, e),
-        }
+        self.services = ControllerServices(
+            broker_id=self.broker_id, config=self.config, context=self.context, zk=self.zk, log=self.log,
+            batch=self.batch, channel_manager=self.channel_manager,
+            replica_state_machine=self.replica_state_machine,
+            partition_state_machine=self.partition_state_machine,
+            topic_deletion_manager=self.topic_deletion_manager,
+            put=self.put, is_active=self.is_active,
+        )
+        # The event handlers, each given the collaborators it calls; none of them sees this class.
+        self.topics = TopicEvents(self.services)
+        self.reassignments = PartitionReassignments(self.services)
+        self.brokers = BrokerEvents(self.services, self.topics, self.reassignments)
+        self.preferred_election = PreferredReplicaElection(self.services)
+        self.leader_elections = LeaderElections(self.services, self.preferred_election)
+        self._routes = EventRoutes()
+        self._routes.on(ev.Startup, lambda _e: self._process_startup())
+        self._routes.on(ev.ControllerChange, lambda _e: self._maybe_resign())
+        self._routes.on(ev.Reelect, lambda _e: self._process_reelect())
+        self._routes.on(ev.Expire, lambda _e: self._process_expire())
+        self._routes.on(ev.RegisterBrokerAndReelect, lambda _e: self._process_register_broker_and_reelect())
+        for handlers in (self.brokers, self.topics, self.preferred_election, self.leader_elections,
+                         self.reassignments):
+            handlers.register(self._routes)
 
     # --- public API --------------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ class KafkaController:
     # --- EventProcessor ----------------------------------------------------------------------------
 
     def process(self, event: ev.ControllerEvent) -> None:
-        handler = self._handlers.get(type(event))
+        handler = self._routes.get(type(event))
         if handler is None:
             self.log.error(f"Unknown controller event {event}")
             return
@@ -299,45 +300,47 @@ class KafkaController:
         self.zk.watch_children(TOPICS, lambda: self.put(ev.TopicChange()))
         self.zk.watch_children(DELETE_TOPICS, lambda: self.put(ev.TopicDeletion()))
         self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda: self.put(ev.IsrChangeNotification()))
+        self.zk.watch_children(LOG_DIR_EVENT_NOTIFICATION, lambda: self.put(ev.LogDirEventNotification()))
         self.zk.watch_node(PREFERRED_REPLICA_ELECTION, lambda: self.put(ev.ReplicaLeaderElection()))
         # Deletion is this controller's own doing once a reassignment completes: nothing to do.
         self.zk.watch_node(REASSIGN_PARTITIONS, lambda: self.put(ev.ZkPartitionReassignment()),
                            on_delete=lambda: None)
+        # A failover sends LeaderAndIsr to every broker, which finds offline replicas anyway.
+        self.log.info("Deleting log dir event notifications")
+        self.zk.delete_log_dir_event_notifications(None, self.context.epoch_zk_version)
         self.log.info("Deleting isr change notifications")
         self.zk.delete_isr_change_notifications(None, self.context.epoch_zk_version)
         self.log.info("Initializing controller context")
-        broker_events.initialize_controller_context(self)
-        reassignment.load_reassignments_in_progress(self)
+        self.brokers.initialize_controller_context()
+        self.reassignments.load_reassignments_in_progress()
         self.log.info("Fetching topic deletions in progress")
-        to_delete, ineligible = topic_events.fetch_topic_deletions_in_progress(self)
+        to_delete, ineligible = self.topics.fetch_topic_deletions_in_progress()
         self.log.info("Initializing topic deletion manager")
         self.topic_deletion_manager.init(to_delete, ineligible)
         # Brokers need the live broker list before the LeaderAndIsr requests the state machines send.
         self.log.info("Sending update metadata request")
-        self.send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, [])
+        self.services.send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, [])
         self.replica_state_machine.startup()
         self.partition_state_machine.startup()
         self.log.info(f"Ready to serve as the new controller with epoch {self.context.epoch}")
-        reassignment.initialize_reassignments(self)
+        self.reassignments.initialize_reassignments()
         self.topic_deletion_manager.try_topic_deletion()
-        preferred_election.process_replica_leader_election(self, ev.ReplicaLeaderElection())
+        self.preferred_election.process_replica_leader_election(ev.ReplicaLeaderElection())
         if self.config.auto_leader_rebalance_enable:
             self.log.info("Starting the controller scheduler")
-            self.schedule_auto_leader_rebalance(self.config.first_rebalance_delay_seconds)
+            self.preferred_election.schedule_auto_leader_rebalance(self.config.first_rebalance_delay_seconds)
 
     def _on_controller_resignation(self) -> None:
         self.log.debug("Resigning")
-        for path in (ISR_CHANGE_NOTIFICATION, REASSIGN_PARTITIONS, PREFERRED_REPLICA_ELECTION, DELETE_TOPICS,
+        for path in (ISR_CHANGE_NOTIFICATION, LOG_DIR_EVENT_NOTIFICATION, REASSIGN_PARTITIONS, PREFERRED_REPLICA_ELECTION, DELETE_TOPICS,
                      TOPICS, BROKER_IDS):
             self.zk.unwatch(path)
         for topic in self.context.all_topics:
             self.zk.unwatch(f"{TOPICS}/{topic}")
         for broker_id in self.context.live_or_shutting_down_broker_ids:
             self.zk.unwatch(f"{BROKER_IDS}/{broker_id}")
-        if self._rebalance_timer is not None:
-            self._rebalance_timer.cancel()
-            self._rebalance_timer = None
-        reassignment.on_resignation(self)
+        self.preferred_election.cancel_auto_leader_rebalance()
+        self.reassignments.on_resignation()
         self.topic_deletion_manager.reset()
         self.replica_state_machine.shutdown()
         self.partition_state_machine.shutdown()
@@ -345,24 +348,6 @@ class KafkaController:
         self.channel_manager.shutdown()
         self.context.reset()
         self.log.info("Resigned")
-
-    # --- helpers the event modules share -----------------------------------------------------------
-
-    def schedule_auto_leader_rebalance(self, delay_s: float) -> None:
-        timer = threading.Timer(delay_s, lambda: self.put(ev.AutoPreferredReplicaLeaderElection()))
-        timer.daemon = True
-        timer.name = f"controller-{self.broker_id}-auto-leader-rebalance"
-        self._rebalance_timer = timer
-        timer.start()
-
-    def send_update_metadata_request(self, broker_ids: Any, partitions: Any) -> None:
-        try:
-            self.batch.new_batch()
-            self.batch.add_update_metadata_request_for_brokers(list(broker_ids), list(partitions))
-            self.batch.send_requests_to_brokers(self.context.epoch)
-        except Exception as e:  # noqa: BLE001
-            self.log.error("Error sending UpdateMetadata requests", e)
-            self.batch.clear()
 
 
 class _SessionHandler(StateChangeHandler):

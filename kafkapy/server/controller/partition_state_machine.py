@@ -287,7 +287,7 @@ class PartitionStateMachine:
                     tp,
                     s.leader_and_isr,
                     ctx.partition_replica_assignment(tp),
-                    lambda r, tp=tp: ctx.is_replica_online(r, tp),
+                    lambda r, tp=tp: ctx.is_replica_online(r, tp),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                     unclean.get(tp.topic, False),
                 )
                 for tp, s in states
@@ -296,7 +296,7 @@ class PartitionStateMachine:
             return [
                 election.leader_for_preferred_replica(
                     tp, s.leader_and_isr, ctx.partition_replica_assignment(tp),
-                    lambda r, tp=tp: ctx.is_replica_online(r, tp),
+                    lambda r, tp=tp: ctx.is_replica_online(r, tp),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                 )
                 for tp, s in states
             ]
@@ -305,7 +305,7 @@ class PartitionStateMachine:
             return [
                 election.leader_for_controlled_shutdown(
                     tp, s.leader_and_isr, ctx.partition_replica_assignment(tp),
-                    lambda r, tp=tp: ctx.is_replica_online(r, tp, include_shutting_down=True),
+                    lambda r, tp=tp: ctx.is_replica_online(r, tp, include_shutting_down=True),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                     shutting_down,
                 )
                 for tp, s in states
@@ -317,7 +317,7 @@ class PartitionStateMachine:
             target = [r for r in full.replicas if r not in full.removing_replicas]
             results.append(
                 election.leader_for_reassign(
-                    tp, s.leader_and_isr, target, lambda r, tp=tp: ctx.is_replica_online(r, tp)
+                    tp, s.leader_and_isr, target, lambda r, tp=tp: ctx.is_replica_online(r, tp)  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                 )
             )
         return results

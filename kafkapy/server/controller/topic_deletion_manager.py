@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kafkapy.server.controller.controller_context import ControllerContext
-from kafkapy.server.controller.leader_and_isr import PartitionAndReplica
+from kafkapy.server.controller.leader_and_isr import PartitionAndReplica, TopicPartition
 from kafkapy.server.controller.partition_state_machine import PartitionStateMachine
 from kafkapy.server.controller.replica_state_machine import ReplicaStateMachine
 from kafkapy.server.controller.state_change_log import ControllerLogger
@@ -34,7 +34,7 @@ class TopicDeletionManager:
         zk: ControllerZk,
         replica_state_machine: ReplicaStateMachine,
         partition_state_machine: PartitionStateMachine,
-        send_metadata_update: Callable[[list], None],
+        send_metadata_update: Callable[[list[TopicPartition]], None],
         delete_topic_enable: bool,
         on_topic_deleted: Callable[[str], None] = lambda topic: None,
     ) -> None:

@@ -52,10 +52,11 @@ class ZkControllerStore:
     # --- controller election ---
 
     def get_controller_id(self) -> int | None:
-        return self.client.get_controller_id()
+        result: int | None = self.client.get_controller_id()
+        return result
 
     def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int]:
-        return tuple(self.client.register_controller_and_increment_controller_epoch(broker_id))  # type: ignore[return-value]
+        return tuple(self.client.register_controller_and_increment_controller_epoch(broker_id))
 
     def delete_controller(self, epoch_zk_version: int) -> None:
         self.client.delete_controller(epoch_zk_version)
@@ -123,6 +124,15 @@ class ZkControllerStore:
 
     def delete_isr_change_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
         self.client.delete_isr_change_notifications(sequence_numbers, epoch_zk_version)
+
+    def get_log_dir_event_notifications(self) -> list[str]:
+        return list(self.client.get_all_log_dir_event_notifications())
+
+    def get_broker_ids_from_log_dir_events(self, sequence_numbers: list[str]) -> list[int]:
+        return list(self.client.get_broker_ids_from_log_dir_events(sequence_numbers))
+
+    def delete_log_dir_event_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+        self.client.delete_log_dir_event_notifications(sequence_numbers, epoch_zk_version)
 
     def get_preferred_replica_election(self) -> set[TopicPartition]:
         return set(self.client.get_preferred_replica_election())

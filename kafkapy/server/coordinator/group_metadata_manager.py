@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kafkapy.protocol.errors import (
@@ -181,7 +181,7 @@ class GroupMetadataManager:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    async def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+    async def _append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> int:
         """Append one batch to the group's partition and wait for the high watermark."""
         tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
         ts = now_ms()

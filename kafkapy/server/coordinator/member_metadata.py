@@ -116,7 +116,7 @@ def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
     try:
         c = _Cursor(assignment)
         c.unpack(_I16)  # version
-        out = []
+        out: list[tuple[str, int]] = []
         for _ in range(c.unpack(_I32)):
             topic = c.string()
             out.extend((topic, c.unpack(_I32)) for _ in range(c.unpack(_I32)))

@@ -1,20 +1,23 @@
-"""Log: one partition's sequence of segments, the unit of append, read, flush and retention.
+"""Log: one partition's sequence of segments, the unit of append, read, flush, retention and truncation.
 
 Segments sit in a SortedDict keyed by base offset (a read floors its start offset there). The
 broker appends and reads from its event-loop thread; flushing and retention run on a
 background thread. One lock guards the segment map and the offsets; fsync runs outside it so
-that a slow disk never stalls appends.
+that a slow disk never stalls appends. Which old segments retention deletes is decided by the
+Log's RetentionPolicy (log_retention.py); the Log deletes them and moves its offsets.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
@@ -32,18 +35,20 @@ from kafkapy.server.log.fetch_data_info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
+from kafkapy.server.log.io_guard import io_failed, io_guarded
 from kafkapy.server.log.leader_epoch_cache import (
     UNDEFINED_EPOCH_OFFSET,
     OffsetAndEpoch,
 )
 from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.log_loader import (
     load_leader_epoch_cache,
     load_log,
     min_snapshot_offset_to_retain,
     producer_batches_from,
 )
-from kafkapy.server.log.log_retention import RetentionAndTruncation
+from kafkapy.server.log.log_retention import RetentionPolicy, RetentionView, Rule
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths, txn_index_path
 from kafkapy.server.log.producer_state import PreparedAppend, ProducerStateManager
 from kafkapy.server.log.segment_swap import (
@@ -74,7 +79,7 @@ def system_time_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log(RetentionAndTruncation):
+class Log:
     def __init__(
         self,
         dir_: str,
@@ -99,8 +104,14 @@ class Log(RetentionAndTruncation):
         self._scheduler = scheduler
         self._lock = threading.RLock()
         self._closed = False
-        self.cleaning_pause = None
+        # Set by the LogManager: an I/O error in a guarded operation takes the dir offline.
+        self.failure_channel: LogDirFailureChannel | None = None
+        # Set by the LogManager when a cleaner runs: pauses (aborting) the cleaning of this log
+        # around a truncation and moves its cleaner checkpoint back (Kafka's LogManager.truncateTo).
+        self.cleaning_pause: Callable[[int], contextlib.AbstractContextManager[None]] | None = None
+        # Lowest end offset truncated to since a log-dir move last looked (log_dir_mover.py).
         self.truncated_to: int | None = None
+        self.retention = RetentionPolicy(time_ms)
         started = time_ms()
         loaded = load_log(
             dir_, config, recovery_point, log_start_offset, had_clean_shutdown, time_ms, self._roll_jitter
@@ -168,7 +179,8 @@ class Log(RetentionAndTruncation):
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments.peekitem(-1)[1]
+        result: LogSegment = self._segments.peekitem(-1)[1]
+        return result
 
     @property
     def log_segments(self) -> list[LogSegment]:
@@ -223,6 +235,7 @@ class Log(RetentionAndTruncation):
 
     # -- append ---------------------------------------------------------------------------------
 
+    @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_leader(
         self, records: memoryview | bytes | bytearray, leader_epoch: int = 0, *, from_coordinator: bool = False
     ) -> LogAppendInfo:
@@ -287,6 +300,7 @@ class Log(RetentionAndTruncation):
                 now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
             )  # fmt: skip
 
+    @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_follower(self, records: memoryview | bytes | bytearray) -> LogAppendInfo:
         """Append a leader's batches with the leader's offsets, epochs and timestamps."""
         buf = _byte_view(records)
@@ -365,7 +379,7 @@ class Log(RetentionAndTruncation):
         if self.unflushed_messages >= config.flush_messages:
             self.flush()
 
-    def _check_timestamps(self, batches: list, now: int) -> None:
+    def _check_timestamps(self, batches: list[Any], now: int) -> None:
         limit = self.config.message_timestamp_difference_max_ms
         for _, header in batches:
             for ts in (header.base_timestamp, header.max_timestamp):
@@ -384,6 +398,7 @@ class Log(RetentionAndTruncation):
         jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
         return random.randrange(jitter) if jitter > 0 else 0
 
+    @io_guarded("Error while rolling log segment for {tp} in dir {dir}")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""
         with self._lock:
@@ -405,9 +420,12 @@ class Log(RetentionAndTruncation):
             keep_snapshots_from = min_snapshot_offset_to_retain(self._segments, self.recovery_point)
 
         def after_roll() -> None:
-            if write_snapshot is not None:
-                write_snapshot()
-            self.producer_state.delete_snapshots_below(keep_snapshots_from)
+            try:
+                if write_snapshot is not None:
+                    write_snapshot()
+                self.producer_state.delete_snapshots_below(keep_snapshots_from)
+            except OSError as e:
+                raise io_failed(self, "Error while rolling log segment for {tp} in dir {dir}", e) from e
             self.flush(new_offset)
 
         if self._scheduler is not None:
@@ -416,6 +434,7 @@ class Log(RetentionAndTruncation):
             after_roll()
         return segment
 
+    @io_guarded("Error while flushing log for {tp} in dir {dir}")
     def flush(self, up_to: int | None = None) -> None:
         """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point."""
         with self._lock:
@@ -434,6 +453,7 @@ class Log(RetentionAndTruncation):
 
     # -- read -----------------------------------------------------------------------------------
 
+    @io_guarded("Error while reading records from {tp} in dir {dir}")
     def read(
         self, start_offset: int, max_length: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> FetchDataInfo:
@@ -528,6 +548,124 @@ class Log(RetentionAndTruncation):
         with self._lock:
             return self.producer_state.remove_expired_producers(self._time_ms(), expiration_ms)
 
+    # -- retention ------------------------------------------------------------------------------
+
+    @io_guarded("Error while deleting segments for {tp} in dir {dir}")
+    def delete_old_segments(self) -> int:
+        """Apply retention; returns the number of segments deleted."""
+        return sum(self._delete_old(rule) for rule in self.retention.rules(self.config))
+
+    @io_guarded("Exception while increasing log start offset for {tp} in dir {dir}")
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Move the log start offset forward (DeleteRecords); never past the high watermark."""
+        with self._lock:
+            if new_log_start_offset > self._high_watermark:
+                raise OffsetOutOfRangeException(
+                    f"Cannot increment the log start offset to {new_log_start_offset} of partition {self.name} "
+                    f"since it is larger than the high watermark {self._high_watermark}"
+                )
+            if new_log_start_offset <= self.log_start_offset:
+                return False
+            logger.info(
+                "[Log partition=%s] Incremented log start offset to %d", self.name, new_log_start_offset
+            )
+            self.log_start_offset = new_log_start_offset
+            self.producer_state.truncate_head(new_log_start_offset)
+            if self.leader_epoch_cache.truncate_from_start(new_log_start_offset):
+                self.leader_epoch_cache.flush()
+            return True
+
+    def _delete_old(self, rule: Rule) -> int:
+        with self._lock:
+            view = RetentionView(
+                list(self._segments.values()), self._high_watermark, self._next_offset, self.log_start_offset
+            )
+            deletion = rule(view)
+            if deletion is None:
+                return 0
+            deletable = deletion.segments
+            if len(deletable) == len(self._segments):
+                self.roll()
+            logger.info(
+                "[Log partition=%s] Deleting segments due to %s: %s",
+                self.name,
+                deletion.reason,
+                ",".join(map(repr, deletable)),
+            )
+            self._remove_segments(deletable)
+            first_base = self._segments.peekitem(0)[0]
+            if first_base > self.log_start_offset:
+                self.log_start_offset = first_base
+                self._high_watermark = max(self._high_watermark, first_base)
+            self.producer_state.truncate_head(self.log_start_offset)
+            if self.leader_epoch_cache.truncate_from_start(self.log_start_offset):
+                self.leader_epoch_cache.flush()
+            return len(deletable)
+
+    # -- truncation -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _cleaning_paused(self, offset: int) -> Iterator[None]:
+        if self.cleaning_pause is None:
+            yield
+        else:
+            with self.cleaning_pause(offset):
+                yield
+
+    @io_guarded("Error while truncating log for {tp} in dir {dir}")
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything from `target_offset` on (follower truncation); False if nothing changed.
+        Pauses and aborts the cleaning of this log first (`cleaning_pause`)."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
+        with self._cleaning_paused(target_offset), self._lock:
+            if target_offset >= self._next_offset:
+                logger.info(
+                    "[Log partition=%s] Truncating to %d has no effect as the largest offset in the log is %d",
+                    self.name, target_offset, self._next_offset - 1,
+                )  # fmt: skip
+                return False
+            logger.info("[Log partition=%s] Truncating to offset %d", self.name, target_offset)
+            if self._segments.peekitem(0)[0] > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            doomed = [s for s in self._segments.values() if s.base_offset > target_offset]
+            self._remove_segments(doomed)
+            self.active_segment.truncate_to(target_offset)
+            self._next_offset = target_offset
+            self.log_start_offset = min(self.log_start_offset, target_offset)
+            self._after_truncation()
+            self._rebuild_producer_state()
+            if self.leader_epoch_cache.truncate_from_end(target_offset):
+                self.leader_epoch_cache.flush()
+            return True
+
+    @io_guarded("Error while truncating the entire log for {tp} in dir {dir}")
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start an empty log at `new_offset`."""
+        with self._cleaning_paused(new_offset), self._lock:
+            logger.info("[Log partition=%s] Truncate and start at offset %d", self.name, new_offset)
+            self._remove_segments(list(self._segments.values()))
+            for path in segment_paths(self.dir, new_offset):
+                if os.path.exists(path):
+                    os.unlink(path)
+            self._segments[new_offset] = LogSegment.open(
+                self.dir, new_offset, self.config, self._time_ms, self._roll_jitter()
+            )
+            self._next_offset = self.log_start_offset = new_offset
+            self._after_truncation()
+            self.producer_state.truncate()
+            if self.leader_epoch_cache.clear():
+                self.leader_epoch_cache.flush()
+
+    def _after_truncation(self) -> None:
+        self._hw_position = None
+        # log_dir_mover cuts the future log at the lowest of these before copying on.
+        marker = self.truncated_to
+        self.truncated_to = self._next_offset if marker is None else min(marker, self._next_offset)
+        self.recovery_point = min(self.recovery_point, self._next_offset)
+        self._high_watermark = min(max(self._high_watermark, self.log_start_offset), self._next_offset)
+
     # -- leader epochs (KIP-101) ----------------------------------------------------------------
 
     @property
@@ -583,7 +721,8 @@ class Log(RetentionAndTruncation):
                 return TimestampAndOffset(best.max_timestamp_so_far, offset, cache.epoch_for_offset(offset))
             for segment in segments:
                 if segment.largest_timestamp >= target_timestamp:
-                    return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+                    result: TimestampAndOffset | None = segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+                    return result
             return None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -598,6 +737,20 @@ class Log(RetentionAndTruncation):
             self.producer_state.take_snapshot(self._next_offset)  # the next start scans nothing
             for segment in self._segments.values():
                 segment.close()
+
+    def close_handlers(self) -> None:
+        """Close the files without writing anything (Kafka's closeHandlers): the log's dir
+        failed, so no snapshot or index trim may be attempted there."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self._segments.values():
+                for f in (segment.offset_index, segment.time_index, segment.txn_index, segment.log):
+                    try:
+                        f.close()
+                    except (OSError, ValueError):
+                        pass  # the disk is gone: the descriptor is released either way
 
     def rename_dir(self, new_dir: str) -> None:
         """Move the log's directory (topic deletion renames before deleting), keeping files open."""

@@ -37,12 +37,12 @@ from kafkapy.server.log.log_segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
     LogSegment,
     segment_paths,
 )
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, complete_swaps
+from kafkapy.server.log.transaction_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger("kafkapy.log.LogLoader")
 
@@ -94,14 +94,14 @@ def _scan_files(dir_: str, prefix: str) -> list[int]:
             logger.info("%s Deleting stray temporary file %s", prefix, path)
             os.unlink(path)
     complete_swaps(dir_, prefix)
-    names = set(os.listdir(dir_))
-    for name in sorted(names):
+    remaining = set(os.listdir(dir_))
+    for name in sorted(remaining):
         stem, ext = os.path.splitext(name)
         if not stem.isdigit():
             continue
         if ext == LOG_SUFFIX:
             base_offsets.append(int(stem))
-        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in names:
+        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in remaining:
             logger.warning(
                 "%s Found an orphaned index file %s, with no corresponding log file.", prefix, name
             )
@@ -206,7 +206,8 @@ def min_snapshot_offset_to_retain(segments: SortedDict, recovery_point: int) -> 
     keys = segments.keys()
     two_segments_back = keys[max(len(keys) - 2, 0)]
     recovery_segment = keys[max(segments.bisect_right(recovery_point) - 1, 0)]
-    return min(two_segments_back, recovery_segment)
+    result: int = min(two_segments_back, recovery_segment)
+    return result
 
 
 def load_leader_epoch_cache(

@@ -7,6 +7,11 @@ recovery point. Loading at start-up and closing at shutdown run on a pool of
 num.recovery.threads.per.data.dir threads per log dir, as Kafka's do. Periodic work (flush,
 retention, checkpoints, producer id expiration) is plain methods that the server schedules
 on a background thread.
+
+A log dir that fails (an OSError creating or locking it, loading it, or in any log operation
+or checkpoint later) is reported to the LogDirFailureChannel; `handle_log_dir_failure` then
+closes its logs without deleting them and leaves it out of every later placement, checkpoint
+and shutdown marker. With no log dir left the broker halts, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from kafkapy.server.log.log import Log, Scheduler, system_time_ms
 from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.offset_checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -55,8 +62,10 @@ class LogManager:
         scheduler: Scheduler | None = None,
         recovery_threads_per_data_dir: int = 1,
         cleaner_config: CleanerConfig | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
-        """Create missing log dirs and lock them all; `startup()` loads the logs."""
+        """Create missing log dirs and lock them all; `startup()` loads the logs. A dir that
+        cannot be created or locked is offline from the start (fatal when all are)."""
         if recovery_threads_per_data_dir < 1:
             raise ValueError(
                 f"num.recovery.threads.per.data.dir must be at least 1: {recovery_threads_per_data_dir}"
@@ -65,57 +74,98 @@ class LogManager:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.default_config = default_config
         self._topic_configs = dict(topic_configs or {})
+        self.failure_channel = failure_channel or LogDirFailureChannel()
         self._time_ms = time_ms
         self._scheduler = scheduler
         self._logs: dict[TopicPartition, Log] = {}
         # AlterReplicaLogDirs for a replica not created yet: where its log goes once it is
         # (Kafka's preferredLogDirs), consumed by get_or_create_log.
         self._preferred_log_dirs: dict[TopicPartition, str] = {}
+        # `-future` logs found at start-up: a log-dir move the last run did not finish, resumed
+        # once the replica is hosted again (take_future_log), as Kafka's futureLogs are.
+        self._future_logs: dict[TopicPartition, Log] = {}
         # Replicas moving to another of our dirs (AlterReplicaLogDirs); imported here because
         # the mover builds Logs and this module must stay importable without it.
         from kafkapy.server.log_dir_mover import LogDirMoves
 
         self.moves = LogDirMoves(self)
         self._lock = threading.Lock()
-        self._dir_locks: list[int] = []
+        self._dir_locks: dict[str, int] = {}
         self.cleaner_config = cleaner_config  # None: no cleaner (tests of the log alone)
         self.cleaner: LogCleaner | None = None
         try:
             for log_dir in self.log_dirs:
-                os.makedirs(log_dir, exist_ok=True)
-                self._dir_locks.append(_lock_dir(log_dir))
+                try:
+                    os.makedirs(log_dir, exist_ok=True)
+                    if not os.access(log_dir, os.R_OK | os.W_OK | os.X_OK):
+                        raise PermissionError(f"{log_dir} is not a readable and writable directory")
+                except OSError as e:
+                    self.failure_channel.maybe_add_offline_log_dir(
+                        log_dir, f"Failed to create or validate data directory {log_dir}", e)
+                    continue
+                try:
+                    self._dir_locks[log_dir] = _lock_dir(log_dir)
+                except OSError as e:  # LogDirLockedException (another broker has it) stays fatal
+                    self.failure_channel.maybe_add_offline_log_dir(
+                        log_dir, f"Disk error while locking directory {log_dir}", e)
+            if not self.live_log_dirs:
+                raise KafkaStorageException(
+                    f"None of the specified log dirs from {', '.join(self.log_dirs)} can be created or validated")
         except BaseException:
             self._release_locks()
             raise
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        """The configured log dirs that have not failed, in configuration order."""
+        offline = self.failure_channel.offline_dirs
+        return [d for d in self.log_dirs if d not in offline]
+
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        return log_dir in self.log_dirs and not self.failure_channel.has_offline_log_dir(log_dir)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def had_clean_shutdown(self) -> bool:
         """Whether every log dir holds the clean shutdown marker (call before `startup`)."""
-        return all(os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE)) for d in self.log_dirs)
+        return all(os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE)) for d in self.live_log_dirs)
 
     def startup(self) -> None:
         """Load every log of every dir, the dirs side by side, each on its own thread pool.
 
-        The first error is raised once every load has ended; a dir's clean shutdown marker
+        The first error is raised once every load has ended, except an I/O error, which takes
+        its dir offline (Kafka's "Error while loading log dir"); a dir's clean shutdown marker
         goes only when all of its logs loaded.
         """
-        pools = {d: self._recovery_pool(d) for d in self.log_dirs}
+        pools = {d: self._recovery_pool(d) for d in self.live_log_dirs}
         try:
-            loads = {d: self._load_logs(d, pools[d]) for d in self.log_dirs}
+            loads: dict[str, tuple[list[Future[None]], str | None]] = {}
             errors: list[BaseException] = []
-            for futures, marker in loads.values():
+            for d in pools:
+                try:
+                    loads[d] = self._load_logs(d, pools[d])
+                except OSError as e:
+                    self.failure_channel.maybe_add_offline_log_dir(d, f"Error while loading log dir {d}", e)
+            for d, (futures, marker) in loads.items():
                 dir_errors = [e for e in (f.exception() for f in futures) if e is not None]
-                errors += dir_errors
+                io_errors = [e for e in dir_errors if isinstance(e, OSError)]
+                if io_errors:
+                    self.failure_channel.maybe_add_offline_log_dir(d, f"Error while loading log dir {d}", io_errors[0])
+                    self._drop_logs_in(d)
+                errors += [e for e in dir_errors if not isinstance(e, OSError)]
                 if marker is not None and not dir_errors:
                     os.unlink(marker)  # from now on a crash must lead to recovery
             if errors:
                 raise errors[0]
+            if not self.live_log_dirs:
+                raise KafkaStorageException(
+                    f"None of the specified log dirs from {', '.join(self.log_dirs)} can be loaded")
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
         if self.cleaner_config is not None and self.cleaner_config.enable_cleaner:
-            self.cleaner = LogCleaner(self.cleaner_config, self.log_dirs, self.logs_by_topic_partition, self._time_ms)
+            self.cleaner = LogCleaner(self.cleaner_config, self.live_log_dirs, self.logs_by_topic_partition,
+                                      self._time_ms)
             for log in self.all_logs():
                 self._attach_cleaner(log)
             self.cleaner.startup()
@@ -151,15 +201,23 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
             self.cleaner = None
-        self.moves.shutdown()  # abandons unfinished future logs (deleted again at the next start)
+        self.moves.shutdown()  # leaves unfinished future logs for the next start to resume
         with self._lock:
             logs = dict(self._logs)
+            pending = list(self._future_logs.values())
+            self._future_logs.clear()
+        for future_log in pending:
+            future_log.close()
         failed_dirs: set[str] = set()
-        pools = {d: self._recovery_pool(d) for d in self.log_dirs}
+        live_dirs = self.live_log_dirs
+        pools = {d: self._recovery_pool(d) for d in live_dirs}
         try:
             closing: list[tuple[TopicPartition, Log, Future[None]]] = []
             for tp, log in logs.items():
-                pool = pools.get(os.path.dirname(log.dir)) or pools[self.log_dirs[0]]
+                pool = pools.get(os.path.dirname(log.dir))
+                if pool is None:  # a log left in a dir that failed meanwhile
+                    log.close_handlers()
+                    continue
                 closing.append((tp, log, pool.submit(_flush_and_close, log)))
             for tp, log, future in closing:
                 if (error := future.exception()) is not None:
@@ -171,7 +229,7 @@ class LogManager:
         self.checkpoint_recovery_points(logs)
         self.checkpoint_log_start_offsets(logs)
         self.checkpoint_high_watermarks(logs)
-        for log_dir in self.log_dirs:
+        for log_dir in self.live_log_dirs:
             if log_dir not in failed_dirs:
                 logger.debug("Writing clean shutdown marker at %s", log_dir)
                 with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), "w"):
@@ -181,12 +239,46 @@ class LogManager:
         self._release_locks()
         logger.info("Shutdown complete.")
 
-    def _release_locks(self) -> None:
-        for fd in self._dir_locks:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-        self._dir_locks = []
+    def _release_locks(self, log_dir: str | None = None) -> None:
+        for d, fd in list(self._dir_locks.items()):
+            if log_dir is None or d == log_dir:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                del self._dir_locks[d]
+
+    # -- a failed log dir -----------------------------------------------------------------------
+
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """Stop serving `log_dir` (Kafka's LogManager.handleLogDirFailure): its logs and future
+        logs are closed without being flushed or deleted, and it leaves placement, checkpoints and
+        cleaning. Halts the process when no log dir is left."""
+        logger.warning("Stopping serving logs in dir %s", log_dir)
+        if not self.live_log_dirs:
+            logger.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_dirs))
+            halt(1)
+        moved = self.moves.stop_moves_in(log_dir)
+        offline = self._drop_logs_in(log_dir)
+        logger.warning(
+            "Logs for partitions %s are offline and logs for future partitions %s are offline due to failure on "
+            "log directory %s", ",".join(map(str, offline)), ",".join(map(str, moved)), log_dir,
+        )  # fmt: skip
+        self._release_locks(log_dir)
+
+    def _drop_logs_in(self, log_dir: str) -> list[TopicPartition]:
+        with self._lock:
+            offline = sorted(tp for tp, log in self._logs.items() if os.path.dirname(log.dir) == log_dir)
+            logs = [self._logs.pop(tp) for tp in offline]
+            for tp, dir_ in list(self._preferred_log_dirs.items()):
+                if dir_ == log_dir:
+                    del self._preferred_log_dirs[tp]
+        if self.cleaner is not None:
+            self.cleaner.manager.handle_log_dir_failure(log_dir)
+            for tp in offline:
+                self.cleaner.manager.abort_cleaning(tp)  # no checkpoint update: the dir is gone
+        for log in logs:
+            log.close_handlers()
+        return offline
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -205,40 +297,41 @@ class LogManager:
         start_offsets = _read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_checkpoint(log_dir, REPLICATION_CHECKPOINT)
         names = sorted(n for n in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, n)))
-        jobs: list[tuple[TopicPartition, str]] = []
+        jobs: list[tuple[TopicPartition, str, bool]] = []
         for name in names:
             path = os.path.join(log_dir, name)
-            if name.endswith(FUTURE_DIR_SUFFIX):
-                # A log-dir move the last run did not finish: the current log is whole, the
-                # move starts again if AlterReplicaLogDirs asks again.
-                logger.info("Deleting %s, an unfinished log directory move", path)
-                shutil.rmtree(path, ignore_errors=True)
-                continue
             if name.endswith(DELETE_DIR_SUFFIX):
                 logger.info("Deleting %s, a log marked for deletion before the last shutdown", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
+            future = name.endswith(FUTURE_DIR_SUFFIX)
             try:
-                jobs.append((TopicPartition.from_dir_name(name), path))
+                # A future log is named `<topic>-<partition>.<uuid>-future`.
+                jobs.append((TopicPartition.from_dir_name(name.rsplit(".", 1)[0] if future else name), path, future))
             except ValueError as e:
                 logger.warning("Skipping %s: %s", path, e)
         loaded = _Counter()
 
-        def load(tp: TopicPartition, path: str) -> None:
+        def load(tp: TopicPartition, path: str, future: bool) -> None:
             logger.info("Loading log '%s'", os.path.basename(path))
             started = self._time_ms()
+            # A future log has no checkpoint entries (they are kept per partition for the current
+            # log): it is recovered from its start after an unclean shutdown.
             log = Log(
-                path, self.config_for(tp.topic), recovery_points.get(tp, 0), start_offsets.get(tp, 0),
+                path, self.config_for(tp.topic), 0 if future else recovery_points.get(tp, 0),
+                0 if future else start_offsets.get(tp, 0),
                 had_clean_shutdown=clean, time_ms=self._time_ms, scheduler=self._scheduler,
             )  # fmt: skip
-            if tp in high_watermarks:
+            log.failure_channel = self.failure_channel
+            if tp in high_watermarks and not future:
                 log.high_watermark = high_watermarks[tp]
             with self._lock:
-                if tp in self._logs:
+                logs = self._future_logs if future else self._logs
+                if tp in logs:
                     raise RuntimeError(
-                        f"Duplicate log directories for {tp} are found in both {self._logs[tp].dir} and {path}"
+                        f"Duplicate log directories for {tp} are found in both {logs[tp].dir} and {path}"
                     )
-                self._logs[tp] = log
+                logs[tp] = log
             logger.info(
                 "Completed load of log %s with %d segments, log start offset %d and log end offset %d in %d ms "
                 "(%d/%d loaded in %s)",
@@ -246,7 +339,7 @@ class LogManager:
                 loaded.next(), len(jobs), log_dir,
             )  # fmt: skip
 
-        futures = [pool.submit(load, tp, path) for tp, path in jobs]
+        futures = [pool.submit(load, tp, path, future) for tp, path, future in jobs]
         return futures, marker if clean else None
 
     # -- logs -----------------------------------------------------------------------------------
@@ -266,26 +359,47 @@ class LogManager:
         with self._lock:
             return dict(self._logs)
 
-    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None, *, is_new: bool = True) -> Log:
+        """The partition's log, created in the preferred or least loaded live dir if absent.
+
+        `is_new` is LeaderAndIsr's flag: a replica that existed before (is_new false) is not
+        created again while a log dir is offline, since its data may be in that dir (Kafka's
+        rule: an empty copy elsewhere could become leader and lose it)."""
         with self._lock:
             log = self._logs.get(tp)
             if log is not None:
                 return log
+            offline = sorted(self.failure_channel.offline_dirs)
+            if not is_new and offline:
+                raise KafkaStorageException(
+                    f"Can not create log for {tp} because log directories {','.join(offline)} are offline")
             if config is not None:
                 self._topic_configs[tp.topic] = config
             config = self.config_for(tp.topic)
-            log_dir = self._preferred_log_dirs.pop(tp, None) or self._next_log_dir()
+            preferred = self._preferred_log_dirs.pop(tp, None)
+            log_dir = preferred if preferred is not None and self.is_log_dir_online(preferred) else self._next_log_dir()
             path = os.path.join(log_dir, str(tp))
-            log = Log(
-                path, config, had_clean_shutdown=not os.path.exists(path),
-                time_ms=self._time_ms, scheduler=self._scheduler,
-            )  # fmt: skip
+            try:
+                log = Log(
+                    path, config, had_clean_shutdown=not os.path.exists(path),
+                    time_ms=self._time_ms, scheduler=self._scheduler,
+                )  # fmt: skip
+            except OSError as e:
+                message = f"Error while creating log for {tp} in dir {log_dir}"
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, e)
+                raise KafkaStorageException(f"{message}: {e}") from e
+            log.failure_channel = self.failure_channel
             self._logs[tp] = log
             self._attach_cleaner(log)
         logger.info(
             "Created log for partition %s in %s with properties %s", tp, path, config.overrides(LogConfig())
         )
         return log
+
+    def take_future_log(self, tp: TopicPartition) -> Log | None:
+        """The future log of `tp` loaded at start-up, handed over once to resume its move."""
+        with self._lock:
+            return self._future_logs.pop(tp, None)
 
     def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: str) -> None:
         """Kafka's maybeUpdatePreferredLogDir: remembered only while `tp` has no log here."""
@@ -295,18 +409,25 @@ class LogManager:
 
     def _next_log_dir(self) -> str:
         """The log dir with the fewest partitions, like Kafka's placement of a new log."""
-        counts = dict.fromkeys(self.log_dirs, 0)
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageException(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+        counts = dict.fromkeys(live, 0)
         for log in self._logs.values():
             parent = os.path.dirname(log.dir)
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(live, key=lambda d: counts[d])
 
     def delete_log(self, tp: TopicPartition) -> Log | None:
         """Rename the partition's dir to `<tp>.<uuid>-delete`, then remove it (a crash in between
         leaves a dir that the next start deletes)."""
         with self._lock:
             log = self._logs.pop(tp, None)
+            future = self._future_logs.pop(tp, None)
+        if future is not None:  # an unfinished move of a replica now deleted
+            future.close_handlers()
+            shutil.rmtree(future.dir, ignore_errors=True)
         if log is None:
             return None
         log_dir = os.path.dirname(log.dir)
@@ -336,6 +457,8 @@ class LogManager:
             try:
                 if now - log.last_flush_time >= log.config.flush_ms:
                     log.flush()
+            except KafkaStorageException:
+                pass  # its dir failed: reported already, the failure handler takes it offline
             except Exception:
                 logger.exception("Error flushing topic %s", tp.topic)
 
@@ -345,6 +468,8 @@ class LogManager:
         for tp, log in self.logs_by_topic_partition().items():
             try:
                 total += log.remove_expired_producers(expiration_ms)
+            except KafkaStorageException:
+                pass
             except Exception:
                 logger.exception("Error expiring producer ids of %s", tp)
         return total
@@ -355,18 +480,20 @@ class LogManager:
         for tp, log in self.logs_by_topic_partition().items():
             try:
                 total += log.delete_old_segments()
+            except KafkaStorageException:
+                pass
             except Exception:
                 logger.exception("Error applying retention to %s", tp)
         return total
 
     def checkpoint_recovery_points(self, logs: dict[TopicPartition, Log] | None = None) -> None:
         logs = self.logs_by_topic_partition() if logs is None else logs
-        for log_dir in self.log_dirs:
+        for log_dir in self.live_log_dirs:
             self._write_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT, logs, lambda log: log.recovery_point)
 
     def checkpoint_log_start_offsets(self, logs: dict[TopicPartition, Log] | None = None) -> None:
         logs = self.logs_by_topic_partition() if logs is None else logs
-        for log_dir in self.log_dirs:
+        for log_dir in self.live_log_dirs:
             # Only logs whose start moved past their first segment need it, like Kafka.
             self._write_checkpoint(
                 log_dir, LOG_START_OFFSET_CHECKPOINT, logs, lambda log: log.log_start_offset,
@@ -375,7 +502,7 @@ class LogManager:
 
     def checkpoint_high_watermarks(self, logs: dict[TopicPartition, Log] | None = None) -> None:
         logs = self.logs_by_topic_partition() if logs is None else logs
-        for log_dir in self.log_dirs:
+        for log_dir in self.live_log_dirs:
             self._write_checkpoint(log_dir, REPLICATION_CHECKPOINT, logs, lambda log: log.high_watermark)
 
     def _write_checkpoint(
@@ -391,8 +518,9 @@ class LogManager:
         }
         try:
             OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
-        except OSError:
-            logger.exception("Disk error while writing to %s file in directory %s", name, log_dir)
+        except OSError as e:
+            self.failure_channel.maybe_add_offline_log_dir(
+                log_dir, f"Disk error while writing to {name} file in directory {log_dir}", e)
 
 
 class _Counter:
@@ -406,6 +534,13 @@ class _Counter:
         with self._lock:
             self._value += 1
             return self._value
+
+
+def halt(status: int) -> None:
+    """Kafka's Exit.halt: end the process now, without shutdown hooks (the logs are unusable),
+    after the log handlers have written what they hold."""
+    logging.shutdown()
+    os._exit(status)
 
 
 def _flush_and_close(log: Log) -> None:

@@ -26,7 +26,8 @@ class OffsetIndex(AbstractIndex):
     ENTRY: ClassVar[struct.Struct] = struct.Struct(">ii")
 
     def _key(self, slot: int) -> int:
-        return self.base_offset + self.ENTRY.unpack_from(self._mm, slot * 8)[0]  # type: ignore[arg-type]
+        result: int = self.base_offset + self.ENTRY.unpack_from(self._mm, slot * 8)[0]  # type: ignore[arg-type]
+        return result
 
     def entry(self, slot: int) -> OffsetPosition:
         relative, position = self._entry(slot)

@@ -50,7 +50,8 @@ class ProducerTransactions:
         the first offset of another open transaction, else the offset after its marker."""
         for first_offset, producer_id in self.ongoing.items():
             if producer_id != txn.producer_id:
-                return first_offset
+                result: int = first_offset
+                return result
         return txn.last_offset + 1
 
     @property

@@ -33,7 +33,8 @@ class TimeIndex(AbstractIndex):
     ENTRY: ClassVar[struct.Struct] = struct.Struct(">qi")
 
     def _key(self, slot: int) -> int:
-        return self.ENTRY.unpack_from(self._mm, slot * 12)[0]  # type: ignore[arg-type]
+        result: int = self.ENTRY.unpack_from(self._mm, slot * 12)[0]  # type: ignore[arg-type]
+        return result
 
     def entry(self, slot: int) -> TimestampOffset:
         timestamp, relative = self._entry(slot)

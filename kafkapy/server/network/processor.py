@@ -361,12 +361,13 @@ class Processor(asyncio.BufferedProtocol):
         """Queue a framed response: bytes, or a sequence of bytes and FileRegions (fetch)."""
         if response is None or self.transport is None or self._closed:
             return
+        # `type(...) in _FRAMED` is the isinstance's fast path, which mypy cannot narrow on.
         if type(response) in _FRAMED or isinstance(response, bytes | bytearray | memoryview):
-            self._out.append(response)
+            self._out.append(response)  # type: ignore[arg-type]
             self._out_bytes += len(response)
         elif not any(isinstance(part, FileRegion) for part in response):
-            self._out.extend(response)
-            self._out_bytes += sum(len(part) for part in response)
+            self._out.extend(response)  # type: ignore[arg-type]
+            self._out_bytes += sum(len(part) for part in response)  # type: ignore[misc, arg-type]
         else:
             self._flush_out()
             self._region_send = RegionSend(list(response))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kafkapy.client.sasl_client import ClientSecurity
 from kafkapy.server.config_def import ConfigException
-from kafkapy.server.security.jaas import JaasConfigError, single_module
+from kafkapy.server.security.jaas import JaasConfigError, LoginModule, single_module
 from kafkapy.server.security.listener_security import ListenerSettings
 from kafkapy.server.security.principal import SslPrincipalMapper
 from kafkapy.server.security.sasl_server import CredentialLookup, SaslListenerConfig
@@ -78,7 +78,7 @@ def _sasl_listener_config(
     return SaslListenerConfig(tuple(mechanisms), plain_users, scram_credentials, max(reauth_ms, 0))
 
 
-def _jaas_module(settings: ListenerSettings, mechanism: str) -> object | None:
+def _jaas_module(settings: ListenerSettings, mechanism: str) -> LoginModule | None:
     text = settings.jaas_config(mechanism)
     if text is None:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.server.transaction.transaction_state import TransactionState
@@ -67,7 +68,7 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = data, 0
 
-    def unpack(self, s: struct.Struct) -> tuple:
+    def unpack(self, s: struct.Struct) -> tuple[Any, ...]:
         if self.pos + s.size > len(self.data):
             raise CorruptRecordException("Transaction log record is cut short")
         values = s.unpack_from(self.data, self.pos)

@@ -28,9 +28,9 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     result: list[int] = []
     rack_index = 0
     while len(result) < len(broker_racks):
-        broker = next(iterators[racks[rack_index]], None)
-        if broker is not None:
-            result.append(broker)
+        picked = next(iterators[racks[rack_index]], None)
+        if picked is not None:
+            result.append(picked)
         rack_index = (rack_index + 1) % len(racks)
     return result
 

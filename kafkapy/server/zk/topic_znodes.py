@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.log.topic_partition import (
+    TopicPartition as TopicPartition,  # re-exported: the ZooKeeper data model names it
+)
 from kafkapy.server.zk._json import decode_json, encode_json
 from kafkapy.server.zk.cluster_znodes import BrokersZNode
 from kafkapy.server.zk.errors import ZkDataError

@@ -187,7 +187,8 @@ class ZkIO:
 
     def get_data(self, path: str) -> tuple[bytes, ZnodeStat] | None:
         try:
-            return self._retry(self._zk.get, path)
+            result: tuple[bytes, ZnodeStat] | None = self._retry(self._zk.get, path)
+            return result
         except NoNodeError:
             return None
 
@@ -204,8 +205,9 @@ class ZkIO:
                          sequential: bool = False) -> str:
         """Create `path` and any missing parents; raises NodeExistsError. Returns the path made
         (with its sequence number when sequential)."""
-        return self._retry(self._zk.create, path, data, ephemeral=ephemeral, sequence=sequential,
-                           makepath=True)
+        made: str = self._retry(self._zk.create, path, data, ephemeral=ephemeral, sequence=sequential,
+                                makepath=True)
+        return made
 
     def make_sure_persistent_path_exists(self, path: str) -> None:
         try:
@@ -270,7 +272,8 @@ class ZkIO:
         for r in results:
             if isinstance(r, Exception) and not _rolled_back(r):
                 raise r
-        return results
+        result: list[Any] = results
+        return result
 
 
 def _rolled_back(e: Exception) -> bool:

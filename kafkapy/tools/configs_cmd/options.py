@@ -110,21 +110,57 @@ def check_args(
     alter: bool, describe: bool, bootstrap_server: str | None, zookeeper: str | None,
     types: list[str], names: list[str], entity_default: bool,
     add_config: str | None, delete_config: tuple[str, ...], describe_all: bool,
+    *, entity_options: bool = False, entity_flags: bool = False,
 ) -> Options:
-    """Kafka 2.8's ConfigCommandOptions.checkArgs, for one entity (no <user, client> pairs)."""
+    """Kafka 2.8's ConfigCommandOptions.checkArgs, in its order and words, for one entity (no
+    <user, client> pairs). `entity_options`: --entity-type/-name/-default were given;
+    `entity_flags`: --topic/--client/--user/--broker/--broker-defaults were."""
     if int(alter) + int(describe) != 1:
         raise CommandError("Command must include exactly one action: --describe, --alter")
-    if bool(bootstrap_server) == bool(zookeeper):
-        raise CommandError("Only one of --bootstrap-server or --zookeeper must be specified")
-    allowed, connect = (ZK_ENTITY_TYPES, "--zookeeper") if zookeeper else (BOOTSTRAP_ENTITY_TYPES, "--bootstrap-server")
+    if describe and (add_config is not None or delete_config):
+        given = "add-config" if add_config is not None else "delete-config"
+        raise CommandError(f'Option "[describe]" can\'t be used with option "[{given}]"')
+    duplicates = sorted({t for t in types if types.count(t) > 1})
+    if duplicates:
+        raise CommandError(f"Duplicate entity type(s) specified: {','.join(duplicates)}")
+    allowed, connect = (BOOTSTRAP_ENTITY_TYPES, "--bootstrap-server") if bootstrap_server else (
+        ZK_ENTITY_TYPES, "--zookeeper")
     for entity_type in types:
         if entity_type not in allowed:
             raise CommandError(
-                f"Invalid entity type {entity_type}, the entity type must be one of {', '.join(allowed)} "
-                f"with a {connect} argument"
+                f"Invalid entity type {entity_type}, the entity type must be one of {','.join(allowed)} "
+                f"with the {connect} argument"
             )
     if not types:
         raise CommandError("At least one entity type must be specified")
+    if len(types) > 1 and set(types) != {"users", "clients"}:
+        raise CommandError("Only 'users' and 'clients' entity types may be specified together")
+    if entity_options and entity_flags:
+        raise CommandError("--entity-{type,name,default} should not be used in conjunction with specific entity flags")
+    if not bootstrap_server and not zookeeper:
+        raise CommandError("One of the required --bootstrap-server or --zookeeper arguments must be specified")
+    if bootstrap_server and zookeeper:
+        raise CommandError("Only one of --bootstrap-server or --zookeeper must be specified")
+    if describe_all and zookeeper:
+        raise CommandError("--bootstrap-server must be specified for --all")
+    if names and ("brokers" in types or BROKER_LOGGERS in types):
+        for broker_id in names:
+            if not re.fullmatch(r"[+-]?\d+", broker_id):
+                raise CommandError(
+                    f"The entity name for {types[0]} must be a valid integer broker id, but it is: {broker_id}")
+    if describe and BROKER_LOGGERS in types and not names:
+        raise CommandError(f"an entity name must be specified with --describe of {','.join(types)}")
+    if alter:
+        if any(t in types for t in ("users", "clients", "brokers")):
+            if not names and not entity_default:
+                raise CommandError("an entity-name or default entity must be specified with --alter of users, "
+                                   "clients, brokers or ips")
+        elif not names:
+            raise CommandError(f"an entity name must be specified with --alter of {','.join(types)}")
+        if add_config is None and not delete_config:
+            raise CommandError(
+                "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
+    # What kafkapy does not do (Kafka would go on).
     if len(types) > 1 or len(names) > 1 or (names and entity_default):
         raise CommandError("kafkapy-configs takes one entity: one --entity-type with one --entity-name "
                            "or --entity-default")
@@ -134,21 +170,6 @@ def check_args(
     name = names[0] if names else (DEFAULT_ENTITY if entity_default else None)
     if entity_default and entity_type == "topics":
         raise CommandError("--entity-default must not be specified with --entity-type topics")
-    if entity_type == "brokers" and names:
-        try:
-            int(names[0])
-        except ValueError:
-            raise CommandError(
-                f"The entity name for {entity_type} must be a valid integer broker id, but it is: {names[0]}"
-            ) from None
-    if alter:
-        if name is None:
-            if entity_type == "topics":
-                raise CommandError(f"an entity name must be specified with --alter of {entity_type}")
-            raise CommandError("an entity-name or default entity must be specified with --alter of users, "
-                               "clients or brokers")
-        if not add_config and not delete_config:
-            raise CommandError("At least one of --add-config or --delete-config must be specified with --alter")
     return Options(
         "alter" if alter else "describe", Entity(entity_type, name), bool(zookeeper),
         parse_configs_to_add(add_config), parse_configs_to_delete(delete_config), describe_all,

@@ -18,6 +18,7 @@ from typing import Any
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.rack_aware_assignment import assign_replicas
+from kafkapy.tools import kafka_json as kj
 
 ANY_LOG_DIR = "any"
 CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (
@@ -71,7 +72,7 @@ def _load(text: str) -> Any:
 
 
 def _version(document: Any) -> int:
-    version = document.get("version", EARLIEST_VERSION)
+    version = kj.as_int(document["version"]) if "version" in document else EARLIEST_VERSION
     if version != 1:
         raise AdminOperationError(f"Not supported version field value {version}")
     return version
@@ -86,13 +87,13 @@ def parse_reassignment_json(text: str) -> tuple[list[tuple[TopicPartition, list[
     _version(document)
     parts: list[tuple[TopicPartition, list[int]]] = []
     log_dirs: dict[tuple[TopicPartition, int], str] = {}
-    for entry in document.get("partitions") or []:
-        try:
-            tp = TopicPartition(_str(entry["topic"]), _int(entry["partition"]))
-            replicas = [_int(r) for r in entry["replicas"]]
-            dirs = [_str(d) for d in entry.get("log_dirs", [ANY_LOG_DIR] * len(replicas))]
-        except (KeyError, TypeError, ValueError) as e:
-            raise AdminOperationError(f"Malformed partition reassignment entry {json.dumps(entry)}: {e}") from None
+    entries = kj.as_array(document["partitions"]) if "partitions" in document else []
+    for entry in entries:
+        # Kafka's DecodeJson messages, e.g. "No such field exists: `replicas`".
+        tp = TopicPartition(kj.as_string(kj.field(entry, "topic")), kj.as_int(kj.field(entry, "partition")))
+        replicas = [kj.as_int(r) for r in kj.as_array(kj.field(entry, "replicas"))]
+        given_dirs = entry.get("log_dirs") if isinstance(entry, dict) else None
+        dirs = [ANY_LOG_DIR] * len(replicas) if given_dirs is None else [kj.as_string(d) for d in kj.as_array(given_dirs)]
         if len(replicas) != len(dirs):
             raise AdminCommandFailedError(
                 f"Size of replicas list {scala_list(replicas)} is different from size of log dirs list "
@@ -128,10 +129,8 @@ def parse_topics_json(text: str) -> list[str]:
     if not isinstance(document, dict):
         raise AdminOperationError("The input string is not a valid JSON")
     _version(document)
-    try:
-        return [_str(entry["topic"]) for entry in document.get("topics") or []]
-    except (KeyError, TypeError, ValueError) as e:
-        raise AdminOperationError(f"Malformed topics to move: {e}") from None
+    entries = kj.as_array(document["topics"]) if "topics" in document else []
+    return [kj.as_string(kj.field(entry, "topic")) for entry in entries]
 
 
 def parse_generate_args(topics_json: str, broker_list: str) -> tuple[list[int], list[str]]:
@@ -229,15 +228,3 @@ def _csv(values: Sequence[int]) -> str:
 
 def scala_list(values: Sequence[object]) -> str:
     return f"List({', '.join(map(str, values))})"
-
-
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {json.dumps(value)}")
-    return value
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {json.dumps(value)}")
-    return value

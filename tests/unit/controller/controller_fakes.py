@@ -41,6 +41,7 @@ class FakeZk:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.deletions: set[str] = set()
         self.isr_notifications: dict[str, set[TopicPartition]] = {}
+        self.log_dir_events: dict[str, int] = {}  # sequence number -> broker id
         self.preferred: set[TopicPartition] | None = None
         self.watches: dict[str, tuple[Callable[[], None], Callable[[], None] | None]] = {}
         # Fault injection: partitions whose next update hits a version conflict.
@@ -162,6 +163,16 @@ class FakeZk:
     def delete_isr_change_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
         for s in list(self.isr_notifications) if sequence_numbers is None else sequence_numbers:
             self.isr_notifications.pop(s, None)
+
+    def get_log_dir_event_notifications(self) -> list[str]:
+        return sorted(self.log_dir_events)
+
+    def get_broker_ids_from_log_dir_events(self, sequence_numbers: list[str]) -> list[int]:
+        return sorted({self.log_dir_events[s] for s in sequence_numbers if s in self.log_dir_events})
+
+    def delete_log_dir_event_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+        for s in list(self.log_dir_events) if sequence_numbers is None else sequence_numbers:
+            self.log_dir_events.pop(s, None)
 
     def get_preferred_replica_election(self) -> set[TopicPartition]:
         return set(self.preferred or ())

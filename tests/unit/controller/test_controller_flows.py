@@ -8,7 +8,11 @@ import pytest
 from controller_fakes import FakeZk, broker
 
 from kafkapy.protocol.errors import ControllerMovedException, StaleBrokerEpochException
-from kafkapy.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
+from kafkapy.protocol.generated.leader_and_isr_response import (
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrResponse,
+    LeaderAndIsrTopicError,
+)
 from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.controller_config import ControllerConfig
@@ -272,3 +276,52 @@ def test_bounced_broker_is_failed_over_then_restarted(cluster):
     assert c.context.live_broker_epochs[1] == 999
     wait_until(lambda: any(p.leader == 2 for body in net.of(LEADER_AND_ISR, 1)
                            for t in body.topic_states for p in t.partition_states))
+
+
+def test_a_log_dir_event_moves_leadership_off_the_replicas_a_broker_reports_offline(cluster):
+    """Kafka's LogDirEventNotification: the controller deletes the notification, sends
+    LeaderAndIsr to the broker, and the replicas it answers KAFKA_STORAGE_ERROR for become
+    OfflineReplica (new leader elected, ISR shrunk)."""
+    zk, net, start = cluster
+    c = start(0)
+    zk.add_topic("t", {0: [1, 2], 1: [2, 1]})
+    settle(c)
+    failed = TopicPartition("t", 0)
+    original = net.__class__.__call__
+
+    def storage_error_on_broker_1(self, host, port, client_id, timeout):
+        conn = original(self, host, port, client_id, timeout)
+        if port - 9090 != 1:
+            return conn
+        send = conn.send
+
+        def send_with_offline_dir(api_key, version, body):
+            response = send(api_key, version, body)
+            if api_key == LEADER_AND_ISR:
+                response = LeaderAndIsrResponse(error_code=0, topics=[
+                    LeaderAndIsrTopicError(topic_id=t.topic_id, partition_errors=[
+                        LeaderAndIsrPartitionError(
+                            partition_index=p.partition_index,
+                            error_code=56 if (t.topic_name, p.partition_index) == ("t", 0) else 0)
+                        for p in t.partition_states])
+                    for t in body.topic_states])
+            return response
+
+        conn.send = send_with_offline_dir
+        return conn
+
+    net.__class__.__call__ = storage_error_on_broker_1
+    try:
+        # The broker reconnects through the patched factory once it "restarts" its session.
+        c.channel_manager.remove_broker(1)
+        c.channel_manager.add_broker(zk.brokers[1][0])
+        zk.log_dir_events["0000000000"] = 1
+        zk.fire_children("/log_dir_event_notification")
+        wait_until(lambda: zk.states[failed].leader_and_isr.leader == 2)
+    finally:
+        net.__class__.__call__ = original
+    settle(c)
+    assert zk.log_dir_events == {}
+    assert zk.states[failed].leader_and_isr.isr == (2,)
+    assert zk.states[TopicPartition("t", 1)].leader_and_isr.isr == (2, 1)  # its other replica is fine
+    assert c.context.replicas_on_offline_dirs[1] == {failed}

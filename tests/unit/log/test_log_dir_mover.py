@@ -132,21 +132,69 @@ def test_the_copy_waits_while_over_the_alter_log_dirs_quota(tmp_path: Path, monk
 
 
 @pytest.mark.timeout(30)
-def test_startup_deletes_an_unfinished_future_log(tmp_path: Path) -> None:
+def test_an_unfinished_future_log_is_loaded_at_startup_and_its_move_resumes(tmp_path: Path) -> None:
+    """Kafka's futureLogs: a `-future` dir left by the last run is loaded, cut back by leader
+    epoch to what the current log still has (here the future log holds an epoch-1 batch the
+    current log replaced with epoch 2), copied up to the end and swapped in."""
     from kafkapy.server.log.log_manager import LogManager
 
     a, b = tmp_path / "a", tmp_path / "b"
-    log = Log(str(a / "t-0"), small_config(), had_clean_shutdown=True)
-    log.append_as_leader(records(2))
-    log.close()
+    current = Log(str(a / "t-0"), small_config(), had_clean_shutdown=True)
+    current.append_as_leader(records(3), leader_epoch=1)
+    scratch = Log(str(tmp_path / "scratch" / "t-0"), small_config(), had_clean_shutdown=True)
+    scratch.append_as_follower(_all_bytes(current))
+    scratch.append_as_leader(records(1, size=7), leader_epoch=1)  # offset 3, never in the current log
+    current.append_as_leader(records(2), leader_epoch=2)  # offsets 3-4
+    expected = _all_bytes(current)
+    current.close()
     leftover = Log(str(b / "t-0.0123abcd-future"), small_config(), had_clean_shutdown=True)
-    leftover.append_as_leader(records(1))
+    leftover.append_as_follower(_all_bytes(scratch))
     leftover.close()
+    scratch.close()
+
     manager = LogManager([str(a), str(b)], small_config())
     manager.startup()
     try:
-        assert not (b / "t-0.0123abcd-future").exists()
-        moved = manager.get_log(TP)
-        assert moved is not None and moved.dir == str(a / "t-0") and moved.log_end_offset == 2
+        future = manager.take_future_log(TP)
+        assert future is not None and future.log_end_offset == 4 and manager.take_future_log(TP) is None
+        log = manager.get_log(TP)
+        assert log is not None and log.dir == str(a / "t-0")
+        manager.moves.resume(TP, log, future)
+        _wait_moved(manager.moves)
+        assert log.dir == str(b / "t-0") and log.log_end_offset == 5
+        assert _all_bytes(log) == expected
+        assert not any(n.endswith("-future") for n in os.listdir(b))
     finally:
         manager.shutdown()
+
+
+@pytest.mark.timeout(30)
+def test_a_shutdown_mid_move_keeps_the_future_log_for_the_next_start(tmp_path: Path) -> None:
+    from kafkapy.server.log.log_manager import LogManager
+    from kafkapy.server.replication_quota import ReplicationQuotaManager
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    config = small_config(segment_bytes=10**7, segment_index_bytes=10**6)
+    manager = LogManager([str(a), str(b)], config)
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    if log.dir != str(a / "t-0"):
+        a, b = b, a
+    for _ in range(300):  # 1.5 MB: more than one copy round
+        log.append_as_leader(records(5, size=1000), leader_epoch=1)
+    quota = ReplicationQuotaManager()
+    quota.update_quota(1)  # 1 B/s: the copy waits after its first round
+    manager.moves.quota = quota
+    manager.moves.start(TP, log, str(b))
+    deadline = time.monotonic() + 10
+    while not any(n.endswith("-future") for n in os.listdir(b)):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    manager.shutdown()
+    assert [n for n in os.listdir(b) if n.endswith("-future")]
+    again = LogManager([str(a), str(b)], config)
+    again.startup()
+    try:
+        assert again.take_future_log(TP) is not None
+    finally:
+        again.shutdown()

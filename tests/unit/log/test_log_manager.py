@@ -244,11 +244,31 @@ def test_a_failed_load_is_raised_and_keeps_the_clean_shutdown_marker(
     from kafkapy.server.log import log_manager
 
     def failing_log(*args: object, **kwargs: object) -> log_manager.Log:
+        raise ValueError("corrupt beyond repair")
+
+    monkeypatch.setattr(log_manager, "Log", failing_log)
+    with pytest.raises(ValueError, match="corrupt beyond repair"):
+        LogManager([log_dir], CONFIG, time_ms=clock).startup()
+    assert os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+
+
+def test_an_io_error_loading_the_only_log_dir_takes_it_offline_and_fails_the_start(
+    log_dir: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = start([log_dir], clock)
+    manager.get_or_create_log(TP).append_as_leader(records(1))
+    manager.shutdown()
+    from kafkapy.protocol.errors import KafkaStorageException
+    from kafkapy.server.log import log_manager
+
+    def failing_log(*args: object, **kwargs: object) -> log_manager.Log:
         raise OSError("disk on fire")
 
     monkeypatch.setattr(log_manager, "Log", failing_log)
-    with pytest.raises(OSError, match="disk on fire"):
-        LogManager([log_dir], CONFIG, time_ms=clock).startup()
+    again = LogManager([log_dir], CONFIG, time_ms=clock)
+    with pytest.raises(KafkaStorageException, match="can be loaded"):
+        again.startup()
+    assert again.failure_channel.has_offline_log_dir(os.path.abspath(log_dir))
     assert os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
 
 

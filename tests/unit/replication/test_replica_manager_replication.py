@@ -31,13 +31,16 @@ class FakeLogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self.deleted: list[TopicPartition] = []
 
-    def get_or_create_log(self, tp: TopicPartition, config: Any = None) -> Log:
+    def get_or_create_log(self, tp: TopicPartition, config: Any = None, *, is_new: bool = True) -> Log:
         if tp not in self.logs:
             self.logs[tp] = Log(str(self.base / str(tp)), config or LogConfig())
         return self.logs[tp]
 
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self.logs.get(tp)
+
+    def take_future_log(self, tp: TopicPartition) -> Log | None:
+        return None
 
     def delete_log(self, tp: TopicPartition) -> None:
         self.deleted.append(tp)

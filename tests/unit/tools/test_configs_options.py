@@ -65,17 +65,27 @@ def test_entity_default_names_the_default_entity() -> None:
 @pytest.mark.parametrize(("kw", "message"), [
     ({"alter": True}, "Command must include exactly one action: --describe, --alter"),
     ({"zookeeper": "127.0.0.1:2181"}, "Only one of --bootstrap-server or --zookeeper must be specified"),
-    ({"bootstrap_server": None}, "Only one of --bootstrap-server or --zookeeper must be specified"),
-    ({"types": ["tables"]}, "Invalid entity type tables, the entity type must be one of topics, clients, users, "
-                            "brokers, broker-loggers with a --bootstrap-server argument"),
+    ({"bootstrap_server": None}, "One of the required --bootstrap-server or --zookeeper arguments must be specified"),
+    ({"types": ["tables"]}, "Invalid entity type tables, the entity type must be one of topics,clients,users,"
+                            "brokers,broker-loggers with the --bootstrap-server argument"),
+    ({"types": ["tables"], "bootstrap_server": None, "zookeeper": "z:1"},
+     "Invalid entity type tables, the entity type must be one of topics,clients,users,brokers with the "
+     "--zookeeper argument"),
+    ({"types": ["topics", "topics"]}, "Duplicate entity type(s) specified: topics"),
+    ({"types": ["topics", "brokers"]}, "Only 'users' and 'clients' entity types may be specified together"),
+    ({"entity_options": True, "entity_flags": True},
+     "--entity-{type,name,default} should not be used in conjunction with specific entity flags"),
+    ({"describe_all": True, "bootstrap_server": None, "zookeeper": "z:1"},
+     "--bootstrap-server must be specified for --all"),
+    ({"add_config": "a=1"}, 'Option "[describe]" can\'t be used with option "[add-config]"'),
     ({"types": []}, "At least one entity type must be specified"),
     ({"types": ["brokers"], "names": ["zero"]},
      "The entity name for brokers must be a valid integer broker id, but it is: zero"),
     ({"alter": True, "describe": False, "names": []}, "an entity name must be specified with --alter of topics"),
     ({"alter": True, "describe": False, "types": ["brokers"], "names": []},
-     "an entity-name or default entity must be specified with --alter of users, clients or brokers"),
+     "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips"),
     ({"alter": True, "describe": False},
-     "At least one of --add-config or --delete-config must be specified with --alter"),
+     "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter"),
 ])
 def test_bad_command_lines_get_kafkas_messages(kw: dict[str, object], message: str) -> None:
     with pytest.raises(CommandError) as e:

@@ -53,6 +53,8 @@ def test_every_dir_is_described_and_logs_land_in_their_own(tmp_path: Path) -> No
     assert results[2]["error_code"] == KafkaStorageException.code
     only = [r.to_dict() for r in describe_log_dirs([str(a), str(b)], logs, {TopicPartition("x", 0)})]
     assert only[0]["topics"] == [] and [t["name"] for t in only[1]["topics"]] == ["x"]
+    failed = describe_log_dirs([str(a), str(b)], logs, None, offline_dirs=frozenset({str(b)}))
+    assert [r.error_code for r in failed] == [0, KafkaStorageException.code] and failed[1].topics == []
 
 
 class _Moves:
@@ -69,9 +71,13 @@ class _LogManager:
         self.logs = logs
         self.preferred: dict[TopicPartition, str] = {}
         self.moves = _Moves()
+        self.offline: set[str] = set()
 
     def get_log(self, tp: TopicPartition) -> Any:
         return self.logs.get(tp)
+
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        return log_dir in self.log_dirs and log_dir not in self.offline
 
     def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: str) -> None:
         if tp not in self.logs:
@@ -96,3 +102,40 @@ def test_alter_replica_log_dir_answers_as_kafka(tmp_path: Path) -> None:
     assert manager.moves.started == [(t0, str(b))]
     assert alter_replica_log_dir(manager, hosted, t1, str(b)) == 9  # REPLICA_NOT_AVAILABLE ...
     assert manager.preferred == {t1: str(b)}  # ... with the dir kept for its creation
+    manager.offline.add(str(a))  # a failed log dir (LogDirFailureChannel)
+    assert alter_replica_log_dir(manager, hosted, t1, str(a)) == KafkaStorageException.code
+    assert alter_replica_log_dir(manager, {}, t0, str(b), {t0}) == KafkaStorageException.code  # replica offline
+
+
+class _Cluster:
+    """AdminClient with brokers 0 and 1 that must not be asked for log dirs."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def live_brokers(self) -> list[int]:
+        return [0, 1]
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(("args", "code", "stdout", "stderr"), [
+    (["--describe"], 1, "", 'Missing required argument "[bootstrap-server]"'),
+    (["--bootstrap-server", "h:1"], 1, "", 'Missing required argument "[describe]"'),
+    (["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,x"], 1, "", 'Error: For input string: "x"'),
+    (["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,7,9"], 1,
+     "ERROR: The given brokers do not exist from --broker-list: 7,9. Current existent brokers: 0,1", ""),
+])
+def test_bad_input_gets_kafkas_message_and_queries_nothing(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, stdout: str, stderr: str
+) -> None:
+    from click.testing import CliRunner
+
+    from kafkapy.tools import log_dirs
+
+    monkeypatch.setattr(log_dirs, "AdminClient", _Cluster)
+    monkeypatch.setattr(log_dirs, "describe_log_dirs", lambda *a: pytest.fail("queried the brokers"))
+    result = CliRunner().invoke(log_dirs.command, args)
+    assert (result.exit_code, result.stdout.strip(), result.stderr.strip()) == (code, stdout, stderr)

@@ -63,12 +63,25 @@ def test_execute_refuses_bad_plans_with_kafkas_messages(text, message):
     assert str(e.value) == message
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1]", '{"version": 2, "partitions": []}',
-                                  '{"partitions": [{"topic": "t", "partition": "x", "replicas": [1]}]}',
-                                  '{"partitions": [{"topic": "t", "replicas": [1]}]}'])
+@pytest.mark.parametrize("text", ["{not json", "[1]", '{"version": 2, "partitions": []}'])
 def test_malformed_json_is_an_error(text):
     with pytest.raises(AdminOperationError):
         parse_execute_args(text)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"partitions": [{"topic": "t", "partition": "x", "replicas": [1]}]}', 'Expected `Int` value, received "x"'),
+    ('{"partitions": [{"topic": "t", "replicas": [1]}]}', "No such field exists: `partition`"),
+    ('{"partitions": [{"topic": 7, "partition": 0, "replicas": [1]}]}', "Expected `String` value, received 7"),
+    ('{"partitions": {"topic": "t"}}', 'Expected JSON array, received {"topic":"t"}'),
+    ('{"version": "1", "partitions": []}', 'Expected `Int` value, received "1"'),
+])
+def test_badly_typed_json_gets_kafkas_decode_message(text, message):
+    from kafkapy.tools.kafka_json import JsonMappingError
+
+    with pytest.raises(JsonMappingError) as e:
+        parse_execute_args(text)
+    assert str(e.value) == message
 
 
 def test_generate_args_refuse_duplicates():

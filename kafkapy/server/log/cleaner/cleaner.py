@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from kafkapy.protocol.compression import decompress
 from kafkapy.protocol.record_batch import HEADER_SIZE, BatchHeader, CompressionType, iter_batches, read_header
 from kafkapy.server.log.cleaner.offset_map import SkimpyOffsetMap
-from kafkapy.server.log.cleaner.record_filter import filter_batch, records_of
+from kafkapy.server.log.cleaner.record_filter import RawRecord, filter_batch, records_of
 from kafkapy.server.log.cleaner.segment_groups import group_segments_by_size
 from kafkapy.server.log.cleaner.throttler import Throttler
 from kafkapy.server.log.log import Log
@@ -264,7 +264,7 @@ class Cleaner:
             raise
 
 
-def _batch_records(batch: memoryview, header: BatchHeader) -> list:
+def _batch_records(batch: memoryview, header: BatchHeader) -> list[RawRecord]:
     section = batch[HEADER_SIZE:]
     if header.compression != CompressionType.NONE:
         section = memoryview(decompress(header.compression, section))

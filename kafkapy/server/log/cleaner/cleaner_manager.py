@@ -203,6 +203,11 @@ class LogCleanerManager:
         if log_dir is not None:
             self.update_checkpoint(log_dir, tp, None)
 
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """A failed log dir: its cleaner checkpoint is no longer read or written."""
+        with self._lock:
+            self.log_dirs = [d for d in self.log_dirs if d != log_dir]
+
     def mark_uncleanable(self, tp: TopicPartition) -> None:
         with self._lock:
             self.uncleanable.add(tp)

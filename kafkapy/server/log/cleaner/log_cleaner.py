@@ -143,6 +143,13 @@ class LogCleaner:
             end_offset, stats = cleaner.clean(to_clean)
         except (LogCleaningAbortedError, SegmentsChangedError) as e:
             logger.info("Cleaner %d: Cleaning of log %s aborted: %s", cleaner.id, log.name, e)
+        except OSError as e:
+            # The disk under the log failed: the dir goes offline (Kafka's cleaner reports it the same way).
+            if log.failure_channel is not None:
+                log.failure_channel.maybe_add_offline_log_dir(
+                    log_dir, f"Failed to clean up log for {tp} in dir {log_dir} due to IOException", e)
+            else:
+                logger.exception("Cleaner %d: I/O error cleaning log %s", cleaner.id, log.name)
         except Exception:
             logger.exception(
                 "Cleaner %d: Unexpected exception thrown when cleaning log %s. Marking its partition (%s) as uncleanable",

@@ -50,7 +50,8 @@ class SkimpyOffsetMap:
             stored = view[position : position + HASH_SIZE]
             if stored == digest or stored == _EMPTY:
                 self.probes += 1
-                return position
+                result: int = position
+                return result
             self.probes += 1
             slot += 1
             if slot == slots:
@@ -76,7 +77,8 @@ class SkimpyOffsetMap:
         self.lookups += 1
         if position < 0 or self._view[position : position + HASH_SIZE] == _EMPTY:
             return -1
-        return _OFFSET.unpack_from(self._table, position + HASH_SIZE)[0]
+        result: int = _OFFSET.unpack_from(self._table, position + HASH_SIZE)[0]
+        return result
 
     def clear(self) -> None:
         # A fresh calloc'ed buffer: pages the next cleaning never touches cost nothing.
