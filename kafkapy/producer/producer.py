@@ -215,6 +215,13 @@ class KafkaProducer:
     def begin_transaction(self) -> None:
         self._transactions().begin_transaction()
 
+    def open_transaction(self) -> tuple[int, int, bool]:
+        """(producer id, producer epoch, whether the transaction has anything in it): what a
+        coordinator of several writers needs to end this producer's flushed transaction itself
+        (`transaction_manager.end_transaction_of`, a two-phase commit)."""
+        txn = self._transactions()
+        return txn.producer_id, txn.producer_epoch, txn.has_content()
+
     def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         """Commit the consumer group's offsets as part of the transaction (visible on commit)."""
         self._transactions().send_offsets_to_transaction(offsets, group_id)

@@ -83,6 +83,7 @@ class TransactionManager:
         self.error: KafkaError | None = None  # a failure the sender thread met (AddPartitionsToTxn)
         self._lock = threading.RLock()
         self._coordinator: BrokerConnection | None = None
+        self._offsets_added = False  # AddOffsetsToTxn in the current transaction
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -182,11 +183,16 @@ class TransactionManager:
             self._raise_if_failed()
             self._transition(TxnState.IN_TRANSACTION)
             self.partitions.clear()
+            self._offsets_added = False
 
     def added_partitions(self) -> frozenset[TopicPartition]:
         """The partitions whose batches may be sent now (the sender thread asks every round)."""
         with self._lock:
             return frozenset(self.partitions)
+
+    def has_content(self) -> bool:
+        """Partitions or group offsets were added: EndTxn has something to end."""
+        return bool(self.partitions) or self._offsets_added
 
     def is_in_transaction(self) -> bool:
         return self.state == TxnState.IN_TRANSACTION
@@ -226,6 +232,7 @@ class TransactionManager:
                 "transactional_id": self.transactional_id, "producer_id": self.producer_id,
                 "producer_epoch": self.producer_epoch, "group_id": group_id,
             }, lambda r: r.error_code)  # fmt: skip
+            self._offsets_added = True
             by_topic: dict[str, list[dict[str, Any]]] = {}
             for tp, offset in sorted(offsets.items()):
                 by_topic.setdefault(tp.topic, []).append(
@@ -246,12 +253,13 @@ class TransactionManager:
             elif self.state == TxnState.FATAL_ERROR:
                 raise self.error or KafkaTransactionStateError("fatal error")
             self._transition(TxnState.COMMITTING_TRANSACTION if commit else TxnState.ABORTING_TRANSACTION)
-            if self.partitions:  # nothing was written: nothing to end (as Kafka's producer skips it)
+            if self.has_content():  # nothing was written: nothing to end (as Kafka's producer skips it)
                 self._call(self._txn_coordinator, ApiKey.END_TXN, {
                     "transactional_id": self.transactional_id, "producer_id": self.producer_id,
                     "producer_epoch": self.producer_epoch, "committed": commit,
                 }, lambda r: r.error_code)  # fmt: skip
             self.partitions.clear()
+            self._offsets_added = False
             self.error = None
             self._transition(TxnState.READY)
 
@@ -266,3 +274,27 @@ class TransactionManager:
             if self._coordinator is not None:
                 self._coordinator.close()
                 self._coordinator = None
+
+
+def end_transaction_of(
+    bootstrap_servers: str,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    request_timeout_ms: int = 30_000,
+    retry_backoff_ms: int = 100,
+) -> None:
+    """End a transaction that another producer began and left open, its records flushed, by
+    sending EndTxn with that producer's id and epoch (Flink's two-phase Kafka sink resumes
+    transactions the same way). Used by a coordinator of writers, e.g. the Spark driver
+    committing what its tasks wrote. A newer producer of the same id (a retried writer) has
+    bumped the epoch: the coordinator then refuses with PRODUCER_FENCED, raised here."""
+    manager = TransactionManager(bootstrap_servers, transactional_id, 0, request_timeout_ms, retry_backoff_ms)
+    try:
+        manager._call(manager._txn_coordinator, ApiKey.END_TXN, {
+            "transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": producer_epoch,
+            "committed": commit,
+        }, lambda r: r.error_code)  # fmt: skip
+    finally:
+        manager.close()

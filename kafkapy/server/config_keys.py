@@ -93,7 +93,10 @@ BROKER_CONFIG = (
     .define("auto.create.topics.enable", BOOLEAN, True, None, HIGH, "Create a topic on first metadata request for it")
     .define("delete.topic.enable", BOOLEAN, True, None, HIGH, "Allow topic deletion")
     .define("compression.type", STRING, "producer", one_of(*COMPRESSION_TYPES), HIGH, "Topics' final compression; producer keeps the producer's")
-    .define("authorizer.class.name", STRING, "", None, LOW, "Authorizer class (accepted; kafkapy does not authorize)")
+    .define("authorizer.class.name", STRING, "", None, LOW, "kafka.security.authorizer.AclAuthorizer (or SimpleAclAuthorizer) turns ACLs on; empty: no authorization")
+    # AclAuthorizer's own keys (Kafka reads them from the broker config it is given).
+    .define("super.users", STRING, "", None, LOW, "Principals allowed everything, ';'-separated (User:admin;User:broker)")
+    .define("allow.everyone.if.no.acl.found", BOOLEAN, False, None, LOW, "Allow a resource that has no ACL at all to everyone")
     # ---- Socket server
     .define("listeners", STRING, "PLAINTEXT://:9092", None, HIGH, "Comma-separated NAME://host:port listeners to bind")
     .define("advertised.listeners", STRING, None, None, HIGH, "Listeners published in ZooKeeper; unset: listeners")

@@ -25,6 +25,7 @@ from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
 from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
+from kafkapy.server.security.acl_authorizer import AclAuthorizer
 from kafkapy.server.zk_connection import ZooKeeperConnection
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
@@ -69,6 +70,7 @@ class KafkaServer:
         self._stop = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.io_executor: Any = None
+        self.authorizer: AclAuthorizer | None = None
 
     @property
     def log_ident(self) -> str:
@@ -158,6 +160,9 @@ class KafkaServer:
         self.log_manager.moves.quota = self.quotas.alter_log_dirs
         await loop.run_in_executor(None, self._load_topic_throttles)
         self.dynamic_broker_config.add_listener(self._on_broker_reconfigured)
+        # The ACL cache is loaded before any request is served (Kafka starts its authorizer
+        # before the socket server's data plane).
+        self.authorizer = await loop.run_in_executor(None, self._start_authorizer)
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
@@ -168,7 +173,7 @@ class KafkaServer:
 
         self.transaction_coordinator = TransactionCoordinator(
             self.broker_id, self.config, self.replica_manager, self.producer_id_manager, self.metadata_cache,
-            self.group_coordinator,
+            self.group_coordinator, self.inter_broker_security,
         )  # fmt: skip
         self.transaction_coordinator.startup()
         from kafkapy.protocol import framing
@@ -277,6 +282,31 @@ class KafkaServer:
 
         return await asyncio.get_running_loop().run_in_executor(None, read)
 
+    def _start_authorizer(self) -> AclAuthorizer | None:
+        """authorizer.class.name's AclAuthorizer, its cache loaded from ZooKeeper (blocking)."""
+        from kafkapy.server.security.acl import AuthorizerConfig, parse_super_users
+        from kafkapy.server.security.authorizer import check_authorizer_class
+
+        if not check_authorizer_class(self.config.get("authorizer.class.name")):
+            return None
+        config = AuthorizerConfig(
+            parse_super_users(self.config.get("super.users")),
+            bool(self.config.get("allow.everyone.if.no.acl.found")),
+        )
+        authorizer = AclAuthorizer(config, self.zk.client)
+        authorizer.startup()
+        if (
+            self.config.inter_broker_security_protocol == "PLAINTEXT"
+            and "User:ANONYMOUS" not in config.super_users
+        ):
+            # Kafka says nothing here, and a cluster whose controller is refused stalls quietly.
+            log.warning(
+                "%s The inter-broker listener %s is PLAINTEXT: brokers reach each other as User:ANONYMOUS, "
+                "which needs ClusterAction on the cluster (or super.users) under authorizer.class.name",
+                self.log_ident, self.config.inter_broker_listener_name,
+            )  # fmt: skip
+        return authorizer
+
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""
         from kafkapy.server.log.log_config import LogConfig
@@ -375,6 +405,8 @@ class KafkaServer:
             await self.replica_manager.shutdown()  # stops the replica fetchers before the logs close
         if self.controller is not None:
             await loop.run_in_executor(None, self.controller.shutdown)
+        if self.authorizer is not None:
+            self.authorizer.close()
         if self.log_manager is not None:
             await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.zk.close)

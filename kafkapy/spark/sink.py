@@ -5,7 +5,8 @@ topic (string; the "topic" option overrides it), partition (int; null lets the p
 choose), headers (array<struct<key string, value binary>>). Each task produces its rows and
 flushes before returning, so a broker error fails the task with the broker's error name
 instead of being lost; like Spark's sink the guarantee is at-least-once (a retried task may
-write some rows twice).
+write some rows twice), unless `exactlyOnce=true` (exactly_once.py): each task then writes in
+a Kafka transaction that the driver commits.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kafkapy.client.cluster import TopicPartition
+from kafkapy.producer import KafkaProducer
+from kafkapy.spark import exactly_once as eo
 from kafkapy.spark import options as opts
 from kafkapy.spark.clients import make_producer
 
@@ -80,8 +84,15 @@ def _bytes(value: Any) -> bytes | None:
 
 
 class _KafkaWriterBase:
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType, streaming: bool) -> None:
         self.bootstrap_servers = opts.bootstrap_servers(options)
+        self.exactly_once = eo.is_enabled(options)
+        if self.exactly_once:
+            eo.check_options(options, streaming)
+        # A batch job's transactional ids share one prefix chosen here; a streaming query's
+        # come from its query id in each task unless the option fixes them.
+        prefix = options.get(eo.PREFIX_OPTION)
+        self.txn_prefix: str | None = str(prefix) if prefix else None if streaming else eo.batch_prefix()
         topic = options.get("topic")
         self.topic = None if topic is None else str(topic)
         check_schema(schema, self.topic)
@@ -94,7 +105,37 @@ class _KafkaWriterBase:
         }
         self.columns = {f.name.lower(): f.name for f in schema.fields}
 
-    def _write(self, rows: Iterator[Row]) -> KafkaCommitMessage:
+    def _write(self, rows: Iterator[Row]) -> WriterCommitMessage:
+        if self.exactly_once:
+            return self._write_in_transaction(rows)
+        errors: list[BaseException] = []
+        producer = make_producer(self.bootstrap_servers, self.producer_options)
+        try:
+            count = self._send_rows(producer, rows, errors)
+        finally:
+            producer.close()
+        if errors:
+            raise errors[0]
+        return KafkaCommitMessage(count)
+
+    def _write_in_transaction(self, rows: Iterator[Row]) -> WriterCommitMessage:
+        """Phase one of the two-phase commit: the rows in this task's open, flushed transaction."""
+        txn_id, batch_id = eo.task_transactional_id(self.txn_prefix)
+        marker = TopicPartition(self.topic, 0) if batch_id is not None and self.topic else None
+        errors: list[BaseException] = []
+        producer = make_producer(self.bootstrap_servers, eo.producer_options(self.producer_options, txn_id))
+        try:
+            if not eo.prepare(producer, self.bootstrap_servers, txn_id, batch_id, marker):
+                return eo.TxnCommitMessage(0, txn_id, -1, -1, already_committed=True)
+            count = self._send_rows(producer, rows, errors)
+            if errors:
+                raise errors[0]  # the transaction stays open: the retried task's init aborts it
+            return eo.precommit(producer, txn_id, count, batch_id, marker)
+        finally:
+            producer.close()
+
+    def _send_rows(self, producer: KafkaProducer, rows: Iterator[Row], errors: list[BaseException]) -> int:
+        """Send every row and flush; the first broker error lands in `errors`."""
         col = self.columns
         key_c, topic_c, part_c, head_c = (
             col.get("key"),
@@ -103,56 +144,66 @@ class _KafkaWriterBase:
             col.get("headers"),
         )
         value_c = col["value"]
-        errors: list[BaseException] = []
 
         def on_done(metadata: Any, exc: BaseException | None) -> None:
             if exc is not None and not errors:
                 errors.append(exc)
 
         count = 0
-        producer = make_producer(self.bootstrap_servers, self.producer_options)
-        try:
-            for row in rows:
-                if errors:  # fail the task on the first broker error, not after all rows
-                    raise errors[0]
-                topic = self.topic or (row[topic_c] if topic_c else None)
-                if topic is None:
-                    raise opts.KafkaOptionError(
-                        "null topic present in the data. Use the topic option for setting a topic."
-                    )
-                headers = None
-                if head_c and row[head_c] is not None:
-                    headers = [(h[0], _bytes(h[1])) for h in row[head_c]]
-                producer.send(
-                    topic,
-                    _bytes(row[value_c]),
-                    key=_bytes(row[key_c]) if key_c else None,
-                    partition=row[part_c] if part_c else None,
-                    headers=headers,
-                    callback=on_done,
+        for row in rows:
+            if errors:  # fail the task on the first broker error, not after all rows
+                raise errors[0]
+            topic = self.topic or (row[topic_c] if topic_c else None)
+            if topic is None:
+                raise opts.KafkaOptionError(
+                    "null topic present in the data. Use the topic option for setting a topic."
                 )
-                count += 1
-            producer.flush()
-        finally:
-            producer.close()
-        if errors:
-            raise errors[0]
-        return KafkaCommitMessage(count)
+            headers = None
+            if head_c and row[head_c] is not None:
+                headers = [(h[0], _bytes(h[1])) for h in row[head_c]]
+            producer.send(
+                topic,
+                _bytes(row[value_c]),
+                key=_bytes(row[key_c]) if key_c else None,
+                partition=row[part_c] if part_c else None,
+                headers=headers,
+                callback=on_done,
+            )
+            count += 1
+        producer.flush()
+        return count
 
 
 class KafkaBatchWriter(_KafkaWriterBase, DataSourceWriter):
-    def write(self, iterator: Iterator[Row]) -> KafkaCommitMessage:
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        super().__init__(options, schema, streaming=False)
+
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
         return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.exactly_once:
+            eo.end_all(self.bootstrap_servers, messages, commit=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.exactly_once:
+            eo.end_all(self.bootstrap_servers, messages, commit=False)
 
 
 class KafkaStreamWriter(_KafkaWriterBase, DataSourceStreamWriter):
-    def write(self, iterator: Iterator[Row]) -> KafkaCommitMessage:
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        super().__init__(options, schema, streaming=True)
+
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
         return self._write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        # Every row is acknowledged by the brokers before its task ends: nothing left to do.
-        pass
+        # At-least-once: every row was acknowledged before its task ended, nothing left to do.
+        # Exactly-once: phase two, the tasks' transactions are committed now.
+        if self.exactly_once:
+            eo.end_all(self.bootstrap_servers, messages, commit=True, batch_id=batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        # Kafka cannot take back acknowledged records; Spark retries the batch (at-least-once).
-        pass
+        # At-least-once: Kafka cannot take back acknowledged records; Spark retries the batch.
+        if self.exactly_once:
+            eo.end_all(self.bootstrap_servers, messages, commit=False, batch_id=batchId)

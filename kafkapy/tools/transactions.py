@@ -3,11 +3,13 @@
     kafkapy-transactions --bootstrap-server 127.0.0.1:9092 list
     kafkapy-transactions --bootstrap-server 127.0.0.1:9092 describe --transactional-id my-txn
     kafkapy-transactions --bootstrap-server 127.0.0.1:9092 describe-producers --topic t --partition 0
+    kafkapy-transactions --bootstrap-server 127.0.0.1:9092 abort --topic t --partition 0 --start-offset 42
 
 `list` asks every broker (ListTransactions), `describe` the id's coordinator (FindCoordinator,
 then DescribeTransactions), `describe-producers` the partition's leader (DescribeProducers).
 Tables are printed as Kafka's prettyPrintTable does: each cell padded to its column's widest
-value, followed by a tab. (`abort`, `find-hanging` are not implemented.)
+value, followed by a tab. `abort` (transactions_abort.py) writes an ABORT marker through the
+partition leader. (`find-hanging` is not implemented.)
 """
 
 from __future__ import annotations
@@ -21,8 +23,16 @@ import click
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import error_name
+from kafkapy.protocol.errors import UnknownTopicOrPartitionException, error_name
 from kafkapy.tools.command_line import run_command
+from kafkapy.tools.transactions_abort import (
+    AbortFailed,
+    AbortTransactionSpec,
+    failure,
+    marker_outcome,
+    spec_from_arguments,
+    spec_from_producers,
+)
 
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 TRANSACTION_KEY_TYPE = 1
@@ -106,22 +116,32 @@ def describe_cmd(admin: AdminClient, transactional_id: str) -> None:
     click.echo(pretty_print_table(headers, [row]))
 
 
+def _leader(admin: AdminClient, topic: str, partition: int, call: str) -> tuple[str, int] | None:
+    md = admin._metadata([topic], call)
+    leader = next((p.leader_id for t in md.topics if t.name == topic for p in t.partitions
+                   if p.partition_index == partition), -1)  # fmt: skip
+    brokers: dict[int, Any] = {b.node_id: b for b in md.brokers}
+    if leader not in brokers:
+        return None
+    return brokers[leader].host, brokers[leader].port
+
+
+def _describe_producers(admin: AdminClient, address: tuple[str, int], topic: str, partition: int) -> Any:
+    _, resp = admin._send(address, ApiKey.DESCRIBE_PRODUCERS,
+                          lambda v: {"topics": [{"name": topic, "partition_indexes": [partition]}]})  # fmt: skip
+    return resp.topics[0].partitions[0]
+
+
 @cli.command("describe-producers")
 @click.option("--topic", required=True, help="Topic name")
 @click.option("--partition", required=True, type=int, help="Partition number")
 @click.pass_obj
 def describe_producers_cmd(admin: AdminClient, topic: str, partition: int) -> None:
     """Describe the states of active producers for a topic partition."""
-    md = admin._metadata([topic], "describeProducers")
-    leader = next((p.leader_id for t in md.topics if t.name == topic for p in t.partitions
-                   if p.partition_index == partition), -1)  # fmt: skip
-    brokers: dict[int, Any] = {b.node_id: b for b in md.brokers}
-    if leader not in brokers:
+    address = _leader(admin, topic, partition, "describeProducers")
+    if address is None:
         _fail(f"Failed to find the leader of {topic}-{partition}")
-    b = brokers[leader]
-    _, resp = admin._send((b.host, b.port), ApiKey.DESCRIBE_PRODUCERS,
-                          lambda v: {"topics": [{"name": topic, "partition_indexes": [partition]}]})  # fmt: skip
-    p = resp.topics[0].partitions[0]
+    p = _describe_producers(admin, address, topic, partition)  # type: ignore[arg-type]
     if p.error_code:
         _fail(f"Failed to describe producers of {topic}-{partition}: {error_name(p.error_code)}")
     rows = [
@@ -132,6 +152,80 @@ def describe_producers_cmd(admin: AdminClient, topic: str, partition: int) -> No
     headers = ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
                "CurrentTransactionStartOffset"]  # fmt: skip
     click.echo(pretty_print_table(headers, rows))
+
+
+@cli.command("abort")
+@click.option("--topic", required=True, help="topic name")
+@click.option("--partition", required=True, type=int, help="partition number")
+@click.option("--start-offset", type=int, help="start offset of the transaction to abort (brokers on 3.0+)")
+@click.option("--producer-id", type=int, help="producer id (brokers older than 3.0)")
+@click.option("--producer-epoch", type=int, help="producer epoch (brokers older than 3.0)")
+@click.option("--coordinator-epoch", type=int, help="coordinator epoch (brokers older than 3.0)")
+@click.pass_obj
+def abort_cmd(
+    admin: AdminClient,
+    topic: str,
+    partition: int,
+    start_offset: int | None,
+    producer_id: int | None,
+    producer_epoch: int | None,
+    coordinator_epoch: int | None,
+) -> None:
+    """Abort a hanging transaction (requires administrative privileges)."""
+    try:
+        spec = spec_from_arguments(
+            topic, partition, start_offset, producer_id, producer_epoch, coordinator_epoch
+        )
+        if spec is None:
+            spec = _spec_at_offset(admin, topic, partition, start_offset)  # type: ignore[arg-type]
+        _abort(admin, spec)
+    except AbortFailed as e:
+        _fail(e.message)
+
+
+def _spec_at_offset(
+    admin: AdminClient, topic: str, partition: int, start_offset: int
+) -> AbortTransactionSpec:
+    context = f"Failed to validate producer state for partition {topic}-{partition}"
+    address = _leader(admin, topic, partition, "describeProducers")
+    if address is None:
+        raise failure(context, "This server does not host this topic-partition")
+    p = _describe_producers(admin, address, topic, partition)
+    if p.error_code:
+        raise failure(context, p.error_message or error_name(p.error_code))
+    return spec_from_producers(topic, partition, start_offset, p.active_producers)
+
+
+def _abort(admin: AdminClient, spec: AbortTransactionSpec) -> None:
+    """One ABORT marker through the leader, retried on a moved or unknown leader until the
+    admin timeout (the admin client's abortTransaction)."""
+    request = {
+        "markers": [{
+            "producer_id": spec.producer_id, "producer_epoch": spec.producer_epoch, "transaction_result": False,
+            "topics": [{"name": spec.topic, "partition_indexes": [spec.partition]}],
+            "coordinator_epoch": spec.coordinator_epoch,
+        }]
+    }  # fmt: skip
+    context = f"Failed to abort transaction {spec}"
+    deadline = time.monotonic() + admin.timeout_ms / 1000
+    while True:
+        address = _leader(admin, spec.topic, spec.partition, "abortTransaction")
+        code = UnknownTopicOrPartitionException.code
+        if address is not None:
+            _, resp = admin._send(address, ApiKey.WRITE_TXN_MARKERS, lambda v: request)
+            code = next(
+                (p.error_code for m in resp.markers if m.producer_id == spec.producer_id for t in m.topics
+                 if t.name == spec.topic for p in t.partitions if p.partition_index == spec.partition),
+                -1,
+            )  # fmt: skip
+        outcome = marker_outcome(spec, code)
+        if outcome is None:
+            return
+        if outcome != "retry":
+            raise failure(context, outcome)
+        if time.monotonic() > deadline:
+            raise failure(context, f"Timed out waiting for the leader of {spec.topic}-{spec.partition}")
+        time.sleep(0.2)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -41,7 +41,7 @@ def test_every_broker_lists_every_api_kafkapy_answers(kafkapy_cluster: KafkapyCl
         # The broker advertises exactly the APIs it has a handler for: every one is usable.
         for key, (_, high) in SUPPORTED_VERSIONS.items():
             assert by_key[int(key)].endswith(f" [usable: {high}]"), by_key[int(key)]
-        assert by_key[ApiKey.DESCRIBE_ACLS] == "DescribeAcls(29): UNSUPPORTED"
+        assert by_key[ApiKey.DESCRIBE_ACLS] == "DescribeAcls(29): 1 to 3 [usable: 3]"
 
 
 def test_missing_bootstrap_server() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from kafkapy.server.apis import configs
 from kafkapy.server.apis.broker_configs import APPEND, SUBTRACT, apply_ops
+from kafkapy.server.network.request_channel import Request
 
 
 def _apis(stored: dict[str, str]) -> Any:
@@ -44,5 +45,8 @@ def test_incremental_subtract_keeps_order_and_removes_all_named() -> None:
 def test_alter_configs_alters_a_repeated_resource_once() -> None:
     calls: list[str] = []
     resource = SimpleNamespace(resource_type=configs.TOPIC, resource_name="t", configs=[])
-    response = asyncio.run(configs._alter_each([resource] * 1000, lambda r: calls.append(r.resource_name)))
+    request = Request(None, memoryview(b""), 0, "c", "127.0.0.1", "PLAINTEXT")
+    response = asyncio.run(
+        configs._alter_each(_apis({}), request, [resource] * 1000, lambda r: calls.append(r.resource_name))
+    )
     assert calls == ["t"] and len(response) == 1

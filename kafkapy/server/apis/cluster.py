@@ -1,4 +1,7 @@
-"""DescribeCluster: brokers, controller and cluster id as this broker's metadata cache has them."""
+"""DescribeCluster: brokers, controller and cluster id as this broker's metadata cache has them.
+
+Its cluster authorized operations are computed when asked for, and only for a principal that
+may Describe the cluster (0 otherwise), as Kafka answers."""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ from kafkapy.protocol.generated.describe_cluster_response import (
     DescribeClusterBroker,
     DescribeClusterResponse,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 # Kafka's "authorized operations not requested" marker.
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -66,6 +71,13 @@ def controller_id(apis: KafkaApis) -> int:
 def handle_describe_cluster(
     apis: KafkaApis, request: Request, body: DescribeClusterRequest
 ) -> DescribeClusterResponse:
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if body.include_cluster_authorized_operations:
+        operations = (
+            authorized_operations(apis, request, ResourceType.CLUSTER, CLUSTER_NAME)
+            if authorize_cluster(apis, request, Operation.DESCRIBE)
+            else 0
+        )
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,
@@ -77,5 +89,5 @@ def handle_describe_cluster(
             DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)
             for b in brokers_for_listener(apis, request.listener_name)
         ],
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=operations,
     )

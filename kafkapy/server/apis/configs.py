@@ -6,6 +6,9 @@ Each described value carries its source as Kafka reports it: a topic override
 (DYNAMIC_TOPIC_CONFIG), a dynamic broker config (per broker or cluster default), a
 server.properties setting (STATIC_BROKER_CONFIG) or the default. BROKER resources (dynamic
 broker configs) are handled in broker_configs.py.
+
+Authorization as Kafka's: DescribeConfigs / AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
+or, for a broker resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED), per resource.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from collections.abc import Callable, Iterable
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     InvalidConfigurationException,
     InvalidRequestException,
     KafkaError,
+    TopicAuthorizationException,
     UnknownTopicOrPartitionException,
 )
 from kafkapy.protocol.generated.alter_configs_request import AlterConfigsRequest
@@ -26,7 +31,10 @@ from kafkapy.protocol.generated.alter_configs_response import (
     AlterConfigsResourceResponse,
     AlterConfigsResponse,
 )
-from kafkapy.protocol.generated.describe_configs_request import DescribeConfigsRequest
+from kafkapy.protocol.generated.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from kafkapy.protocol.generated.describe_configs_response import (
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
@@ -41,6 +49,7 @@ from kafkapy.protocol.generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse as IncrementalResourceResponse,
 )
 from kafkapy.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
+from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.broker_configs import (
     CONFIG_TYPES,
     DEFAULT_CONFIG,
@@ -55,8 +64,23 @@ from kafkapy.server.apis.broker_configs import to_string as _to_string
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.dynamic_broker_config import DynamicBrokerConfig
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 
 TOPIC, BROKER = 2, 4
+
+
+def _check_authorized(
+    apis: KafkaApis,
+    request: Request,
+    r: DescribeConfigsResource | AlterResource | IncrementalResource,
+    operation: Operation,
+) -> None:
+    """Raises the resource's authorization error when `operation` is not allowed on it."""
+    if r.resource_type == TOPIC:
+        if not authorize(apis, request, operation, ResourceType.TOPIC, r.resource_name):
+            raise TopicAuthorizationException()
+    elif r.resource_type == BROKER and not authorize_cluster(apis, request, operation):
+        raise ClusterAuthorizationException()
 
 
 def _dynamic(apis: KafkaApis) -> DynamicBrokerConfig:
@@ -128,6 +152,7 @@ async def handle_describe_configs(
             if (r.resource_type, r.resource_name) in seen:
                 raise InvalidRequestException(f"Duplicate resource {r.resource_name!r} in request")
             seen.add((r.resource_type, r.resource_name))
+            _check_authorized(apis, request, r, Operation.DESCRIBE_CONFIGS)
             if r.resource_type == TOPIC:
                 result.configs = await loop.run_in_executor(
                     None,
@@ -176,6 +201,8 @@ _Altered = tuple[int, str | None, int, str]
 
 
 async def _alter_each(
+    apis: KafkaApis,
+    request: Request,
     resources: Iterable[AlterResource | IncrementalResource],
     alter: Callable[[AlterResource | IncrementalResource], None],
 ) -> list[_Altered]:
@@ -191,6 +218,7 @@ async def _alter_each(
         try:
             if r.resource_type not in (TOPIC, BROKER):
                 raise InvalidRequestException(f"Unsupported resource type {r.resource_type}")
+            _check_authorized(apis, request, r, Operation.ALTER_CONFIGS)
             await loop.run_in_executor(None, alter, r)
         except KafkaError as e:
             responses.append((e.code, e.message, r.resource_type, r.resource_name))
@@ -208,7 +236,7 @@ async def handle_alter_configs(apis: KafkaApis, request: Request, body: AlterCon
         else:
             _alter_topic(apis, r.resource_name, configs, body.validate_only)
 
-    altered = await _alter_each(body.resources, alter)
+    altered = await _alter_each(apis, request, body.resources, alter)
     return AlterConfigsResponse(
         throttle_time_ms=0,
         responses=[
@@ -237,7 +265,7 @@ def _incremental(apis: KafkaApis, r: AlterResource | IncrementalResource, valida
 async def handle_incremental_alter_configs(
     apis: KafkaApis, request: Request, body: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
-    altered = await _alter_each(body.resources, lambda r: _incremental(apis, r, body.validate_only))
+    altered = await _alter_each(apis, request, body.resources, lambda r: _incremental(apis, r, body.validate_only))
     return IncrementalAlterConfigsResponse(
         throttle_time_ms=0,
         responses=[

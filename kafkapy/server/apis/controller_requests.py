@@ -1,5 +1,9 @@
 """The controller's requests to brokers: LeaderAndIsr, UpdateMetadata, StopReplica, and the
-broker's ControlledShutdown request to the controller."""
+broker's ControlledShutdown request to the controller.
+
+Only brokers send them: with an authorizer, the sender needs ClusterAction on the cluster (brokers
+authenticate as a super user or a principal granted it), else CLUSTER_AUTHORIZATION_FAILED.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import asyncio
 import logging
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, NotControllerException
+from kafkapy.protocol.errors import ClusterAuthorizationException, KafkaError, NotControllerException
 from kafkapy.protocol.generated.controlled_shutdown_request import ControlledShutdownRequest
 from kafkapy.protocol.generated.controlled_shutdown_response import (
     ControlledShutdownResponse,
@@ -19,17 +23,22 @@ from kafkapy.protocol.generated.stop_replica_request import StopReplicaRequest
 from kafkapy.protocol.generated.stop_replica_response import StopReplicaResponse
 from kafkapy.protocol.generated.update_metadata_request import UpdateMetadataRequest
 from kafkapy.protocol.generated.update_metadata_response import UpdateMetadataResponse
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import STALE_CONTROLLER_EPOCH, gather_configs
+from kafkapy.server.security.acl import Operation
 
 state_change_log = logging.getLogger("state.change.logger")
+_REFUSED = ClusterAuthorizationException.code
 
 
 @handles(ApiKey.LEADER_AND_ISR)
 async def handle_leader_and_isr(
     apis: KafkaApis, request: Request, body: LeaderAndIsrRequest
 ) -> LeaderAndIsrResponse:
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return LeaderAndIsrResponse(error_code=_REFUSED)
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
     configs = await gather_configs(loop, topics, apis.server._log_config_for)
@@ -91,6 +100,8 @@ def _update_group_coordinator(
 def handle_update_metadata(
     apis: KafkaApis, request: Request, body: UpdateMetadataRequest
 ) -> UpdateMetadataResponse:
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return UpdateMetadataResponse(error_code=_REFUSED)
     rm = apis.replica_manager
     if body.controller_epoch < rm.controller_epoch:
         state_change_log.warning(
@@ -113,6 +124,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: StopReplicaRequ
 
     gc = apis.server.group_coordinator
     tc = apis.server.transaction_coordinator
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return StopReplicaResponse(error_code=_REFUSED)
     if body.controller_epoch >= apis.replica_manager.controller_epoch:
         # A stopped __consumer_offsets / __transaction_state replica no longer coordinates.
         for ts in body.topic_states:
@@ -129,6 +142,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: StopReplicaRequ
 async def handle_controlled_shutdown(
     apis: KafkaApis, request: Request, body: ControlledShutdownRequest
 ) -> ControlledShutdownResponse:
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        return ControlledShutdownResponse(error_code=_REFUSED)
     controller = apis.server.controller
     if controller is None or not controller.is_active():
         return ControlledShutdownResponse(error_code=NotControllerException.code)

@@ -15,6 +15,7 @@ from collections import defaultdict
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     InvalidRequestException,
     KafkaError,
     NotControllerException,
@@ -27,11 +28,13 @@ from kafkapy.protocol.generated.elect_leaders_response import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.controller.events import ElectionType
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 
 # How often the answer re-reads the metadata cache while it waits for the controller's
 # UpdateMetadata (one round trip to this broker, usually a few milliseconds).
@@ -51,6 +54,8 @@ async def handle_elect_leaders(
     if raw_type not in ElectionType.__members__.values():
         return _whole_request(requested, InvalidRequestException(f"Unknown election type {raw_type}"))
     election_type = ElectionType(raw_type)
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        return _whole_request(requested, ClusterAuthorizationException())
     deadline = time.monotonic() + max(body.timeout_ms, 0) / 1000
     controller = apis.server.controller
     try:

@@ -7,12 +7,17 @@ to one of its partitions satisfies it or max_wait_ms passes.
 
 Fetch sessions (KIP-227) are declined by answering session id 0: clients then send full
 fetch requests, which is always correct.
+
+With an authorizer: a follower (replica id >= 0) needs ClusterAction on the cluster, a consumer
+Read on each topic; a refused partition is answered TOPIC_AUTHORIZATION_FAILED (Kafka's answer
+to both), decided once per topic.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Coroutine
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,16 +25,19 @@ from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     FetchSessionIdNotFoundException,
+    TopicAuthorizationException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
 from kafkapy.protocol.fetch import Segment
 from kafkapy.protocol.generated.fetch_request import FetchRequest
+from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
+from kafkapy.server.security.acl import Operation, ResourceType
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -84,13 +92,15 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
             version, header.correlation_id, [], error_code=FetchSessionIdNotFoundException.code
         )
     replica_id = _replica_id(body, version)
+    if apis.authorizer is not None:
+        _authorize(apis, request, wanted, replica_id)
     # Kafka's KafkaApis: min(request's max_bytes (Int.MaxValue before v3), fetch.max.bytes).
     max_bytes = min(body.max_bytes if version >= 3 else 2**31 - 1, apis.config.fetch_max_bytes)
     isolation = body.isolation_level if version >= 4 else 0
     if replica_id >= 0 and version >= 5:
         # Followers report their log start offsets: DeleteRecords waits for them.
         apis.replica_manager.update_follower_log_start_offsets(
-            replica_id, {TopicPartition(w.topic, w.partition): w.log_start_offset for w in wanted if w.topic}
+            replica_id, {TopicPartition(w.topic, w.partition): w.log_start_offset for w in wanted if w.topic and not w.error_code}
         )
     results = _read(apis, wanted, replica_id, isolation, max_bytes)
     total = sum(r.size for r in results.values())
@@ -98,6 +108,19 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
         return _encode(request, version, wanted, 0, results)
     return _delayed(apis, request, version, body, wanted, replica_id, isolation, max_bytes)
+
+
+def _authorize(apis: KafkaApis, request: Request, wanted: list[_Wanted], replica_id: int) -> None:
+    """Marks the partitions this principal may not fetch (TOPIC_AUTHORIZATION_FAILED)."""
+    if replica_id >= 0:
+        allowed = authorize_cluster(apis, request, Operation.CLUSTER_ACTION)
+        readable: AbstractSet[str | None] = {w.topic for w in wanted} if allowed else set()
+    else:
+        names = (w.topic for w in wanted if w.topic is not None)
+        readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, names)
+    for w in wanted:
+        if w.topic not in readable and (w.topic is not None or replica_id >= 0):
+            w.error_code = TopicAuthorizationException.code
 
 
 async def _delayed(

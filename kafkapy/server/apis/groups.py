@@ -7,6 +7,11 @@ the normal controller path (its znodes in ZooKeeper) and answers COORDINATOR_NOT
 the partition leading the group is known, as Kafka does. The topic is created with
 offsets.topic.replication.factor replicas or not at all: while fewer brokers are alive, the answer
 is COORDINATOR_NOT_AVAILABLE (an RF 1 offsets topic made during a rolling start would stay RF 1).
+
+Authorization as Kafka's KafkaApis: FindCoordinator needs Describe on the group (or the
+transactional id); JoinGroup, SyncGroup, Heartbeat and LeaveGroup Read on the group;
+DescribeGroups Describe on each group; ListGroups lists everything to a principal that may
+Describe the cluster, else only the groups it may Describe; DeleteGroups Delete on each group.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import Any
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
+    GroupAuthorizationException,
     InvalidRequestException,
     KafkaError,
+    TransactionalIdAuthorizationException,
 )
 from kafkapy.protocol.generated.delete_groups_request import DeleteGroupsRequest
 from kafkapy.protocol.generated.delete_groups_response import DeletableGroupResult, DeleteGroupsResponse
@@ -41,9 +48,11 @@ from kafkapy.protocol.generated.list_groups_request import ListGroupsRequest
 from kafkapy.protocol.generated.list_groups_response import ListedGroup, ListGroupsResponse
 from kafkapy.protocol.generated.sync_group_request import SyncGroupRequest
 from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
+from kafkapy.server.apis.auth_helper import authorize, authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 
 log = logging.getLogger("kafkapy.server.KafkaApis")
 
@@ -115,6 +124,12 @@ async def _ensure_offsets_topic(apis: KafkaApis, gc: Any) -> None:
 async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) -> Coordinator:
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _coordinator_error(key, InvalidRequestException.code, f"Unknown coordinator type {key_type}")
+    if key_type == GROUP_KEY_TYPE and not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, key):
+        return _coordinator_error(key, GroupAuthorizationException.code)
+    if key_type == TRANSACTION_KEY_TYPE and not authorize(
+        apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return _coordinator_error(key, TransactionalIdAuthorizationException.code)
     cache = apis.metadata_cache
     if key_type == TRANSACTION_KEY_TYPE:
         from kafkapy.server.apis.transaction_topic import ensure_transaction_topic
@@ -184,9 +199,10 @@ async def handle_find_coordinator(
 async def handle_join_group(apis: KafkaApis, request: Request, body: JoinGroupRequest) -> JoinGroupResponse:
     version = request.header.api_version
     gc = coordinator(apis)
-    if gc is None:
+    allowed = _may_read(apis, request, body.group_id)
+    if gc is None or not allowed:
         result: dict[str, Any] = {
-            "error_code": _NOT_AVAILABLE,
+            "error_code": GroupAuthorizationException.code if not allowed else _NOT_AVAILABLE,
             "generation_id": -1,
             "leader": "",
             "members": [],
@@ -225,6 +241,8 @@ async def handle_join_group(apis: KafkaApis, request: Request, body: JoinGroupRe
 async def handle_sync_group(apis: KafkaApis, request: Request, body: SyncGroupRequest) -> SyncGroupResponse:
     version = request.header.api_version
     gc = coordinator(apis)
+    if not _may_read(apis, request, body.group_id):
+        return SyncGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code, assignment=b"")
     if gc is None:
         return SyncGroupResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE, assignment=b"")
     result = await gc.sync_group(
@@ -244,11 +262,12 @@ def handle_heartbeat(apis: KafkaApis, request: Request, body: HeartbeatRequest) 
     version = request.header.api_version
     gc = coordinator(apis)
     instance_id = body.group_instance_id if version >= 3 else None
-    code = (
-        _NOT_AVAILABLE
-        if gc is None
-        else gc.heartbeat(body.group_id, body.member_id, instance_id, body.generation_id)
-    )
+    if not _may_read(apis, request, body.group_id):
+        code = GroupAuthorizationException.code
+    elif gc is None:
+        code = _NOT_AVAILABLE
+    else:
+        code = gc.heartbeat(body.group_id, body.member_id, instance_id, body.generation_id)
     return HeartbeatResponse(throttle_time_ms=0, error_code=code)
 
 
@@ -260,6 +279,8 @@ def handle_leave_group(apis: KafkaApis, request: Request, body: LeaveGroupReques
         leaving = [(m.member_id, m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id, None)]
+    if not _may_read(apis, request, body.group_id):
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code, members=[])
     top, members = (_NOT_AVAILABLE, []) if gc is None else gc.leave_group(body.group_id, leaving)
     if version < 3 and top == 0 and members:
         top = members[0][2]  # before batching, the one member's error is the answer
@@ -268,6 +289,10 @@ def handle_leave_group(apis: KafkaApis, request: Request, body: LeaveGroupReques
         error_code=top,
         members=[MemberResponse(member_id=m, group_instance_id=i, error_code=c) for m, i, c in members],
     )
+
+
+def _may_read(apis: KafkaApis, request: Request, group_id: str) -> bool:
+    return authorize(apis, request, Operation.READ, ResourceType.GROUP, group_id)
 
 
 # -- DescribeGroups / ListGroups / DeleteGroups ------------------------------------------------
@@ -299,6 +324,20 @@ def handle_describe_groups(
             )
             continue
         seen.add(group_id)
+        if not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(
+                DescribedGroup(
+                    error_code=GroupAuthorizationException.code,
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                )
+            )
+            continue
         summary: dict[str, Any]
         if gc is None:
             code, summary = (
@@ -316,7 +355,11 @@ def handle_describe_groups(
                 protocol_type=summary["protocol_type"],
                 protocol_data=summary["protocol_data"],
                 members=[DescribedGroupMember(**m) for m in summary["members"]],
-                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=(
+                    authorized_operations(apis, request, ResourceType.GROUP, group_id)
+                    if request.header.api_version >= 3 and body.include_authorized_operations
+                    else AUTHORIZED_OPERATIONS_OMITTED
+                ),
             )
         )
     return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
@@ -328,6 +371,10 @@ def handle_list_groups(apis: KafkaApis, request: Request, body: ListGroupsReques
     gc = coordinator(apis)
     states = set(body.states_filter or ()) if version >= 4 else None
     code, groups = (_NOT_AVAILABLE, []) if gc is None else gc.list_groups(states)
+    if not authorize_cluster(apis, request, Operation.DESCRIBE, log_denied=False):
+        groups = [
+            g for g in groups if authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, False)
+        ]
     return ListGroupsResponse(
         throttle_time_ms=0,
         error_code=code,
@@ -349,7 +396,10 @@ async def handle_delete_groups(
 ) -> DeleteGroupsResponse:
     gc = coordinator(apis)
     names = list(body.groups_names)
-    results = dict.fromkeys(names, _NOT_AVAILABLE) if gc is None else await gc.delete_groups(names)
+    allowed = [g for g in names if authorize(apis, request, Operation.DELETE, ResourceType.GROUP, g)]
+    results = dict.fromkeys(names, GroupAuthorizationException.code)
+    if allowed:
+        results.update(dict.fromkeys(allowed, _NOT_AVAILABLE) if gc is None else await gc.delete_groups(allowed))
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[DeletableGroupResult(group_id=g, error_code=results[g]) for g in names],

@@ -29,6 +29,7 @@ from kafkapy.server.network.request_channel import Request
 
 if TYPE_CHECKING:
     from kafkapy.server.kafka_server import KafkaServer
+    from kafkapy.server.security.authorizer import Authorizer
 
 log = logging.getLogger("kafkapy.server.KafkaApis")
 request_log = logging.getLogger("kafka.request.logger")
@@ -68,6 +69,7 @@ class KafkaApis:
     def __init__(self, server: KafkaServer) -> None:
         # Importing the handler modules fills HANDLERS.
         from kafkapy.server.apis import (  # noqa: F401
+            acls,
             api_versions,
             cluster,
             configs,
@@ -92,6 +94,8 @@ class KafkaApis:
 
         self.server = server
         self.config = server.config
+        # None: no authorizer.class.name, every request allowed (auth_helper.py asks it).
+        self.authorizer: Authorizer | None = getattr(server, "authorizer", None)
         self.max_request_elements: int = server.config.kafkapy_request_max_elements
         # api key -> (handler, lowest version, highest version): one lookup per request
         self._routes: dict[int, tuple[Handler, int, int]] = {

@@ -8,18 +8,20 @@ change), and a request naming a leader epoch (v4+) is fenced like a fetch.
 from __future__ import annotations
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException
+from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException, TopicAuthorizationException
 from kafkapy.protocol.generated.list_offsets_request import ListOffsetsRequest
 from kafkapy.protocol.generated.list_offsets_response import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
+from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.partition import NO_LEADER_EPOCH
 from kafkapy.server.replica_manager import READ_COMMITTED
+from kafkapy.server.security.acl import Operation, ResourceType
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -82,12 +84,18 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: ListOffsetsRequ
     from_consumer = body.replica_id == CONSUMER_REPLICA_ID
     isolation = body.isolation_level if request.header.api_version >= 2 else 0
     topics = []
+    # Describe on the topic, once per topic (Kafka's KafkaApis).
+    described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         parts = []
         for p in t.partitions:
             out = ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1
             )
+            if t.name not in described:
+                out.error_code = TopicAuthorizationException.code
+                parts.append(out)
+                continue
             try:
                 tp = TopicPartition(t.name, p.partition_index)
                 # current_leader_epoch is -1 (the codec's default) before v4: never fenced.

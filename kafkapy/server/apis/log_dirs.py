@@ -25,6 +25,7 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     KafkaStorageException,
     LogDirNotFoundException,
     ReplicaNotAvailableException,
@@ -42,10 +43,12 @@ from kafkapy.protocol.generated.describe_log_dirs_response import (
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 
@@ -110,6 +113,9 @@ def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
 async def handle_describe_log_dirs(
     apis: KafkaApis, request: Request, body: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:
+    if not authorize_cluster(apis, request, Operation.DESCRIBE):
+        # Kafka 3.x: the top-level error (v3+); older versions just see no log dirs.
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ClusterAuthorizationException.code, results=[])
     log_manager = apis.server.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
@@ -149,6 +155,18 @@ async def handle_alter_replica_log_dirs(
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
     offline = apis.replica_manager.offline_partitions
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        refused: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+        for d in body.dirs:
+            for t in d.topics:
+                refused.setdefault(t.name, []).extend(
+                    AlterReplicaLogDirPartitionResult(partition_index=p, error_code=ClusterAuthorizationException.code)
+                    for p in t.partitions
+                )
+        return AlterReplicaLogDirsResponse(
+            throttle_time_ms=0,
+            results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in refused.items()],
+        )
 
     def alter_all() -> dict[str, list[AlterReplicaLogDirPartitionResult]]:
         # Off the loop: starting a move creates the future log's files (and may wait for a

@@ -3,6 +3,12 @@
 Unknown topics are created when auto.create.topics.enable is on and the client allows it
 (v4+ asks; older versions always allow), through the same ZooKeeper path as CreateTopics; the
 answer meanwhile is LEADER_NOT_AVAILABLE, as Kafka's, and the client retries.
+
+With an authorizer (Kafka's KafkaApis.handleTopicMetadataRequest): an all-topics request lists
+only the topics the principal may Describe; a named topic it may not Describe is answered
+TOPIC_AUTHORIZATION_FAILED (existing or not, so nothing is learnt about it); auto-creation
+needs Create on the cluster or on the topic. Authorized operations are computed only when the
+request asks for them (v8+).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from kafkapy.protocol.errors import (
     InvalidTopicException,
     KafkaError,
     LeaderNotAvailableException,
+    TopicAuthorizationException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
@@ -27,9 +34,16 @@ from kafkapy.protocol.generated.metadata_response import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from kafkapy.server.apis.auth_helper import (
+    authorize,
+    authorize_cluster,
+    authorized_operations,
+    filter_authorized,
+)
 from kafkapy.server.apis.cluster import AUTHORIZED_OPERATIONS_OMITTED, brokers_for_listener, controller_id
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 log = logging.getLogger("kafkapy.server.KafkaApis")
 
@@ -89,7 +103,11 @@ def handle_metadata(
     topics_out: list[MetadataResponseTopic] = []
     to_create: list[str] = []
     if all_topics:
-        topics_out = [topic_metadata(apis, t, listener) for t in cache.all_topics()]
+        names = cache.all_topics()
+        if apis.authorizer is not None:
+            allowed = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names, log_denied=False)
+            names = [t for t in names if t in allowed]
+        topics_out = [topic_metadata(apis, t, listener) for t in names]
     else:
         seen: set[str | uuid.UUID] = set()
         for t in requested or ():
@@ -106,12 +124,30 @@ def handle_metadata(
                 if name is None:
                     topics_out.append(_error_topic(None, UnknownTopicIdException.code, topic_id))
                     continue
-            if name is not None and cache.contains_topic(name):
+            if name is not None and not authorize(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, name):
+                # A topic asked for by id keeps its name to itself.
+                shown = name if t.name is not None else None
+                topics_out.append(_error_topic(shown, TopicAuthorizationException.code, topic_id))
+            elif name is not None and cache.contains_topic(name):
                 topics_out.append(topic_metadata(apis, name, listener))
             elif name and allow_auto_create and apis.config.auto_create_topics_enable:
-                to_create.append(name)
+                if _may_create(apis, request, name):
+                    to_create.append(name)
+                else:
+                    topics_out.append(_error_topic(name, TopicAuthorizationException.code))
             else:
                 topics_out.append(_error_topic(name, UnknownTopicOrPartitionException.code))
+    if version >= 8 and body.include_topic_authorized_operations:
+        for out in topics_out:
+            if out.error_code != TopicAuthorizationException.code and out.name is not None:
+                out.topic_authorized_operations = authorized_operations(apis, request, ResourceType.TOPIC, out.name)
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= version <= 10 and body.include_cluster_authorized_operations:
+        cluster_operations = (
+            authorized_operations(apis, request, ResourceType.CLUSTER, CLUSTER_NAME)
+            if authorize_cluster(apis, request, Operation.DESCRIBE)
+            else 0
+        )
     response = MetadataResponse(
         throttle_time_ms=0,
         brokers=[
@@ -121,11 +157,17 @@ def handle_metadata(
         cluster_id=apis.server.cluster_id,
         controller_id=controller_id(apis),
         topics=topics_out,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=cluster_operations,
     )
     if not to_create:
         return response
     return _auto_create(apis, response, to_create)
+
+
+def _may_create(apis: KafkaApis, request: Request, name: str) -> bool:
+    return authorize_cluster(apis, request, Operation.CREATE, log_denied=False) or authorize(
+        apis, request, Operation.CREATE, ResourceType.TOPIC, name
+    )
 
 
 async def _auto_create(apis: KafkaApis, response: MetadataResponse, topics: list[str]) -> MetadataResponse:

@@ -9,15 +9,18 @@ leader epoch, and a stale or unknown one is refused like a fetch.
 from __future__ import annotations
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.errors import TopicAuthorizationException
 from kafkapy.protocol.generated.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from kafkapy.protocol.generated.offset_for_leader_epoch_response import (
     EpochEndOffset,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 
 DEBUGGING_REPLICA_ID = -2
 
@@ -32,7 +35,18 @@ def handle_offset_for_leader_epoch(
     fetch_only_from_leader = request.header.api_version < 3 or body.replica_id != DEBUGGING_REPLICA_ID
     rm = apis.replica_manager
     topics = []
+    # Followers hold ClusterAction; consumers (KIP-320) need Describe on each topic.
+    names = {t.topic for t in body.topics}
+    if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION, log_denied=False):
+        names = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names)
     for t in body.topics:
+        if t.topic not in names:
+            refused = [
+                EpochEndOffset(partition=p.partition, error_code=TopicAuthorizationException.code)
+                for p in t.partitions
+            ]
+            topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=refused))
+            continue
         partitions = []
         for p in t.partitions:
             found = rm.last_offset_for_leader_epoch(

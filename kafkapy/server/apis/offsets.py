@@ -4,6 +4,11 @@ Partitions of topics this broker's metadata does not know are answered
 UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, as Kafka's KafkaApis does. OffsetFetch
 v1 has no top-level error, so a coordinator error is repeated on every partition; v8+ batches
 groups, each with its own error.
+
+Authorization as Kafka's KafkaApis: OffsetCommit needs Read on the group (else every partition
+GROUP_AUTHORIZATION_FAILED) and Read on each topic (TOPIC_AUTHORIZATION_FAILED); OffsetFetch
+Describe on the group and on each named topic (a fetch of all committed offsets leaves out the
+topics it may not Describe); OffsetDelete Delete on the group and Read on each topic.
 """
 
 from __future__ import annotations
@@ -12,7 +17,12 @@ import time
 from collections.abc import Sequence
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import CoordinatorNotAvailableException, UnknownTopicOrPartitionException
+from kafkapy.protocol.errors import (
+    CoordinatorNotAvailableException,
+    GroupAuthorizationException,
+    TopicAuthorizationException,
+    UnknownTopicOrPartitionException,
+)
 from kafkapy.protocol.generated.offset_commit_request import OffsetCommitRequest
 from kafkapy.protocol.generated.offset_commit_response import (
     OffsetCommitResponse,
@@ -38,11 +48,13 @@ from kafkapy.protocol.generated.offset_fetch_response import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.groups import coordinator
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionException.code
@@ -76,9 +88,16 @@ async def handle_offset_commit(
     order = [(t.name, [p.partition_index for p in t.partitions]) for t in body.topics]
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    if not authorize(apis, request, Operation.READ, ResourceType.GROUP, body.group_id):
+        codes = {(t, p): GroupAuthorizationException.code for t, parts in order for p in parts}
+        return _commit_response(order, codes)
+    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t for t, _ in order))
     for t in body.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if t.name not in readable:
+                codes[tp] = TopicAuthorizationException.code
+                continue
             if not _known(apis, *tp):
                 codes[tp] = _UNKNOWN_TOPIC
                 continue
@@ -103,6 +122,10 @@ async def handle_offset_commit(
                     offsets,
                 )
             )
+    return _commit_response(order, codes)
+
+
+def _commit_response(order: list[tuple[str, list[int]]], codes: dict[tuple[str, int], int]) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
@@ -149,12 +172,23 @@ def _group_partition_entry(fetched: _Fetched) -> OffsetFetchResponsePartitions:
 
 def _fetch_group(
     apis: KafkaApis,
+    request: Request,
     group_id: str,
     topics: Sequence[OffsetFetchRequestTopic] | Sequence[OffsetFetchRequestTopics] | None,
 ) -> tuple[int, dict[str, list[_Fetched]]]:
     """(group error, partitions by topic) for one group; `topics=None` means every committed partition."""
     gc = coordinator(apis)
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        refused: dict[str, list[_Fetched]] = {}
+        for t, p in wanted or []:
+            refused.setdefault(t, []).append((p, None, GroupAuthorizationException.code))
+        return GroupAuthorizationException.code, refused
+    unauthorized: list[tuple[str, int]] = []
+    if wanted is not None and apis.authorizer is not None:
+        described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in wanted))
+        unauthorized = [tp for tp in wanted if tp[0] not in described]
+        wanted = [tp for tp in wanted if tp[0] in described]
     if gc is None:
         code, offsets = _NOT_AVAILABLE, {}
     else:
@@ -164,8 +198,13 @@ def _fetch_group(
         for t, p in wanted or []:
             by_topic.setdefault(t, []).append((p, None, code))
     else:
+        if topics is None and apis.authorizer is not None:
+            described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in offsets))
+            offsets = {tp: om for tp, om in offsets.items() if tp[0] in described}
         for (t, p), om in offsets.items():
             by_topic.setdefault(t, []).append((p, om, 0))
+    for t, p in unauthorized:
+        by_topic.setdefault(t, []).append((p, None, TopicAuthorizationException.code))
     return code, by_topic
 
 
@@ -175,7 +214,7 @@ def handle_offset_fetch(apis: KafkaApis, request: Request, body: OffsetFetchRequ
     if version >= 8:
         groups = []
         for g in body.groups:
-            code, by_topic = _fetch_group(apis, g.group_id, g.topics)
+            code, by_topic = _fetch_group(apis, request, g.group_id, g.topics)
             topics = [
                 OffsetFetchResponseTopics(name=t, partitions=[_group_partition_entry(f) for f in parts])
                 for t, parts in by_topic.items()
@@ -184,7 +223,7 @@ def handle_offset_fetch(apis: KafkaApis, request: Request, body: OffsetFetchRequ
                 OffsetFetchResponseGroup(group_id=g.group_id, topics=[] if code else topics, error_code=code)
             )
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
-    code, by_topic = _fetch_group(apis, body.group_id, body.topics)
+    code, by_topic = _fetch_group(apis, request, body.group_id, body.topics)
     if version >= 2 and code:
         by_topic = {}  # v2+ has a top-level error: partitions are not repeated with it
     return OffsetFetchResponse(
@@ -207,9 +246,14 @@ async def handle_offset_delete(
     order = [(t.name, [p.partition_index for p in t.partitions]) for t in body.topics]
     codes: dict[tuple[str, int], int] = {}
     wanted = []
+    if not authorize(apis, request, Operation.DELETE, ResourceType.GROUP, body.group_id):
+        return OffsetDeleteResponse(error_code=GroupAuthorizationException.code, throttle_time_ms=0, topics=[])
+    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t for t, _ in order))
     for t, parts in order:
         for p in parts:
-            if _known(apis, t, p):
+            if t not in readable:
+                codes[(t, p)] = TopicAuthorizationException.code
+            elif _known(apis, t, p):
                 wanted.append((t, p))
             else:
                 codes[(t, p)] = _UNKNOWN_TOPIC

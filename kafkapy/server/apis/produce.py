@@ -5,6 +5,12 @@ stays a view into the connection's receive buffer; the log validates the batches
 base offsets in place and writes them. No record is decoded here. acks=all waits for the ISR
 in the produce purgatory; acks=0 gets no response (and, as in Kafka, a failed acks=0 request
 closes the connection, the only way to tell such a client something went wrong).
+
+With an authorizer, as Kafka 3.0's KafkaApis: a request carrying transactional batches needs
+Write on its transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and
+each topic needs Write (else its partitions TOPIC_AUTHORIZATION_FAILED). One decision per topic;
+whether batches are transactional is read from each partition's first batch header only.
+(Kafka 3.0 dropped the IdempotentWrite check here, KIP-679: Write on the topic suffices.)
 """
 
 from __future__ import annotations
@@ -19,15 +25,23 @@ from kafkapy.protocol.errors import (
     CorruptRecordException,
     InvalidRequiredAcksException,
     InvalidTopicException,
+    TopicAuthorizationException,
+    TransactionalIdAuthorizationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.protocol.record_batch import ATTRIBUTES_OFFSET, Attr
+from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import ProduceResult
+from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.zk.topic_name import INTERNAL_TOPICS
 
 log = logging.getLogger("kafkapy.server.KafkaApis")
+
+_ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
+_TRANSACTIONAL = int(Attr.TRANSACTIONAL)
 
 
 @handles(ApiKey.PRODUCE, raw=True)
@@ -41,8 +55,11 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     entries: dict[TopicPartition, Any] = {}
     partition_info = apis.server.metadata_cache.partition_info  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
     # Request-level refusals answer every partition with the same error.
+    unauthorized: set[str] = set()
     if acks not in (-1, 0, 1):
         refused = InvalidRequiredAcksException.code
+    elif apis.authorizer is not None:
+        refused, unauthorized = _authorize(apis, request, req)
     else:
         refused = 0
     for topic, partitions in req.topics:
@@ -54,6 +71,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
             tp = TopicPartition(topic, index)
             if refused:
                 results[tp] = ProduceResult(refused)
+            elif topic in unauthorized:
+                results[tp] = ProduceResult(TopicAuthorizationException.code)
             elif internal:
                 results[tp] = ProduceResult(
                     InvalidTopicException.code, error_message=f"Cannot append to internal topic {topic}"
@@ -79,6 +98,24 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
         return _await_isr(apis, request, req, results)  # type: ignore[arg-type]  # every partition is answered by now
     return _respond(request, results)  # type: ignore[arg-type]  # every partition is answered by now
+
+
+def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[str]]:
+    """(whole-request error, topics without Write)."""
+    transactional = False
+    for _, partitions in req.topics:
+        for _, records in partitions:
+            # The low byte of the first batch's i16 attributes (a plain int mask: IntFlag
+            # arithmetic costs microseconds per request).
+            if records is not None and len(records) > _ATTRIBUTES_LOW and records[_ATTRIBUTES_LOW] & _TRANSACTIONAL:
+                transactional = True
+    if transactional and (
+        req.transactional_id is None
+        or not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
+    ):
+        return TransactionalIdAuthorizationException.code, set()
+    topics = {topic for topic, _ in req.topics}
+    return 0, topics - filter_authorized(apis, request, Operation.WRITE, ResourceType.TOPIC, topics)
 
 
 async def _await_isr(

@@ -14,7 +14,13 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, NotControllerException, TimeoutException, error_code
+from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
+    KafkaError,
+    NotControllerException,
+    TimeoutException,
+    error_code,
+)
 from kafkapy.protocol.generated.alter_partition_reassignments_request import (
     AlterPartitionReassignmentsRequest,
 )
@@ -29,9 +35,11 @@ from kafkapy.protocol.generated.list_partition_reassignments_response import (
     OngoingPartitionReassignment,
     OngoingTopicReassignment,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 
 T = TypeVar("T")
 
@@ -60,6 +68,8 @@ def _list_failed(e: BaseException) -> ListPartitionReassignmentsResponse:
 async def handle_alter_partition_reassignments(
     apis: KafkaApis, request: Request, body: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse:
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        return _alter_failed(ClusterAuthorizationException())
     controller = apis.server.controller
     if controller is None:
         return _alter_failed(NotControllerException("This is not the correct controller for this cluster."))
@@ -92,6 +102,8 @@ async def handle_alter_partition_reassignments(
 async def handle_list_partition_reassignments(
     apis: KafkaApis, request: Request, body: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse:
+    if not authorize_cluster(apis, request, Operation.DESCRIBE):
+        return _list_failed(ClusterAuthorizationException())
     controller = apis.server.controller
     if controller is None:
         return _list_failed(NotControllerException("This is not the correct controller for this cluster."))

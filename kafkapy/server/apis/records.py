@@ -21,6 +21,7 @@ from kafkapy.protocol.errors import (
     OffsetOutOfRangeException,
     PolicyViolationException,
     TimeoutException,
+    TopicAuthorizationException,
     UnknownTopicOrPartitionException,
 )
 from kafkapy.protocol.generated.delete_records_request import DeleteRecordsRequest
@@ -29,10 +30,12 @@ from kafkapy.protocol.generated.delete_records_response import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
+from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.zk.topic_name import INTERNAL_TOPICS
 
 # DeleteRecords' "up to the high watermark" sentinel.
@@ -73,10 +76,14 @@ async def handle_delete_records(
     statuses: dict[TopicPartition, _Status] = {}
     order: list[tuple[str, list[int]]] = []
     cache = apis.metadata_cache
+    deletable = filter_authorized(apis, request, Operation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         order.append((t.name, [p.partition_index for p in t.partitions]))
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
+            if t.name not in deletable:
+                statuses[tp] = _Status(error_code=TopicAuthorizationException.code)
+                continue
             if not cache.contains_topic(t.name):
                 statuses[tp] = _Status(error_code=UnknownTopicOrPartitionException.code)
                 continue

@@ -5,6 +5,7 @@ The credentials live where kafkapy-configs and Kafka's ZooKeeper-era brokers kee
 an alteration applies to the next authentication. The client sends the salted password, never
 the password: the broker derives stored_key and server_key from it. ZooKeeper I/O runs off the
 loop. Per-user errors are values in the response, with Kafka's codes and wording.
+Describe needs Describe on the cluster, Alter needs Alter on it (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    ClusterAuthorizationException,
     DuplicateResourceException,
     ResourceNotFoundException,
     UnacceptableCredentialException,
@@ -33,8 +35,10 @@ from kafkapy.protocol.generated.describe_user_scram_credentials_response import 
     DescribeUserScramCredentialsResponse,
     DescribeUserScramCredentialsResult,
 )
+from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation
 from kafkapy.server.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -59,6 +63,10 @@ def _admin(apis: KafkaApis) -> Any:
 async def handle_describe_user_scram_credentials(
     apis: KafkaApis, request: Request, body: DescribeUserScramCredentialsRequest
 ) -> DescribeUserScramCredentialsResponse:
+    if not authorize_cluster(apis, request, Operation.DESCRIBE):
+        code = ClusterAuthorizationException.code
+        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=code, error_message=None, results=[])
+
     def describe() -> list[DescribeUserScramCredentialsResult]:
         admin = _admin(apis)
         wanted = [u.name for u in body.users] if body.users else None
@@ -114,6 +122,14 @@ def _user_error(user: str, code: int, message: str) -> DescribeUserScramCredenti
 async def handle_alter_user_scram_credentials(
     apis: KafkaApis, request: Request, body: AlterUserScramCredentialsRequest
 ) -> AlterUserScramCredentialsResponse:
+    if not authorize_cluster(apis, request, Operation.ALTER):
+        users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+        code = ClusterAuthorizationException.code
+        return AlterUserScramCredentialsResponse(
+            throttle_time_ms=0,
+            results=[AlterUserScramCredentialsResult(user=u, error_code=code, error_message=None) for u in users],
+        )
+
     def alter() -> list[AlterUserScramCredentialsResult]:
         admin = _admin(apis)
         errors: dict[str, tuple[int, str]] = {}

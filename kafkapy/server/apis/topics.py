@@ -4,6 +4,10 @@ As in Kafka's ZooKeeper mode these go to the controller broker, which writes the
 znodes (or the /admin/delete_topics marker) and then waits, up to the request's timeout, until
 its own metadata cache shows the result: the controller's watch on ZooKeeper does the real
 work and tells every broker through LeaderAndIsr and UpdateMetadata.
+
+Authorization as Kafka's: CreateTopics needs Create on the cluster or on the topic; DeleteTopics
+Delete on the topic (asked by id without Describe, the topic stays unknown: UNKNOWN_TOPIC_ID);
+CreatePartitions Alter on the topic. Refused topics are answered TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kafkapy.protocol.errors import (
     KafkaError,
     NotControllerException,
     TimeoutException,
+    TopicAuthorizationException,
     TopicDeletionDisabledException,
     UnknownServerException,
     UnknownTopicIdException,
@@ -42,8 +47,10 @@ from kafkapy.protocol.generated.create_topics_response import (
 from kafkapy.protocol.generated.delete_topics_request import DeleteTopicsRequest
 from kafkapy.protocol.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkapy.protocol.primitives import ZERO_UUID
+from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.zk.admin_zk_client import check_partition_count
 from kafkapy.server.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
 
@@ -139,6 +146,7 @@ async def handle_create_topics(
     controller = is_controller(apis)
     seen: set[str] = set()
     budget = _budget(apis)
+    may_create_any = authorize_cluster(apis, request, Operation.CREATE, log_denied=False)
     for t in body.topics:
         result = CreatableTopicResult(
             name=t.name,
@@ -158,6 +166,10 @@ async def handle_create_topics(
             result.error_message = f"Create topics request from client contains a duplicate topic {t.name}"
             continue
         seen.add(t.name)
+        if not may_create_any and not authorize(apis, request, Operation.CREATE, ResourceType.TOPIC, t.name):
+            result.error_code = TopicAuthorizationException.code
+            result.error_message = "Authorization failed."
+            continue
         if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
             # Kafka's ZkAdminManager.createTopics refuses the mix in these words.
             result.error_code = InvalidRequestException.code
@@ -202,10 +214,13 @@ async def handle_create_topics(
         result.topic_id = topic_id_from_zk(created_topic.topic_id) or ZERO_UUID
         result.num_partitions = len(final_assignment)
         result.replication_factor = len(next(iter(final_assignment.values()), []))
-        result.configs = [
-            CreatableTopicConfigs(name=k, value=v, read_only=False, config_source=1, is_sensitive=False)
-            for k, v in sorted(configs.items())
-        ]
+        if authorize(apis, request, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, log_denied=False):
+            result.configs = [
+                CreatableTopicConfigs(name=k, value=v, read_only=False, config_source=1, is_sensitive=False)
+                for k, v in sorted(configs.items())
+            ]
+        else:  # Kafka's answer: created, but its configs are not shown to this principal
+            result.topic_config_error_code = TopicAuthorizationException.code
         if not body.validate_only:
             created.append((result, len(final_assignment)))
     for result, n in created:
@@ -244,12 +259,22 @@ async def handle_delete_topics(
                     )
                 )
                 continue
+            if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, name):
+                responses.append(
+                    DeletableTopicResult(
+                        name=None, topic_id=topic_id, error_code=UnknownTopicIdException.code, error_message=None
+                    )
+                )
+                continue
         response = DeletableTopicResult(
             name=name, topic_id=cache.topic_id(name), error_code=0, error_message=None
         )
         responses.append(response)
         if not is_controller(apis):
             response.error_code = NotControllerException.code
+        elif not authorize(apis, request, Operation.DELETE, ResourceType.TOPIC, name):
+            response.error_code = TopicAuthorizationException.code
+            response.error_message = "Authorization failed."
         elif not apis.config.delete_topic_enable:
             response.error_code = TopicDeletionDisabledException.code
             response.error_message = "Topic deletion is disabled."
@@ -295,6 +320,10 @@ async def handle_create_partitions(
             result.error_message = "Duplicate topic in request."
             continue
         seen.add(t.name)
+        if not authorize(apis, request, Operation.ALTER, ResourceType.TOPIC, t.name):
+            result.error_code = TopicAuthorizationException.code
+            result.error_message = "Authorization failed."
+            continue
         existing = len(apis.metadata_cache.partitions.get(t.name, {}))
         try:
             budget.take(t.name, t.count - existing, t.count)

@@ -1,6 +1,9 @@
 """Seeing transactions (KIP-664, Kafka 3.0's admin APIs): DescribeProducers (61) answers a
 partition leader's producer state, DescribeTransactions (65) and ListTransactions (66) the
-transaction coordinator's metadata for the ids this broker coordinates."""
+transaction coordinator's metadata for the ids this broker coordinates.
+
+Authorization as Kafka 3.0's: Read on the topic for DescribeProducers, Describe on each
+transactional id for DescribeTransactions; ListTransactions lists only the ids Describe allows."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
     KafkaError,
+    TopicAuthorizationException,
+    TransactionalIdAuthorizationException,
     TransactionalIdNotFoundException,
 )
 from kafkapy.protocol.generated.describe_producers_request import DescribeProducersRequest
@@ -23,10 +28,12 @@ from kafkapy.protocol.generated.describe_transactions_response import Transactio
 from kafkapy.protocol.generated.list_transactions_request import ListTransactionsRequest
 from kafkapy.protocol.generated.list_transactions_response import ListTransactionsResponse
 from kafkapy.protocol.generated.list_transactions_response import TransactionState as ListedTransaction
+from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.apis.transactions import txn_coordinator
 from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.transaction.transaction_state import TransactionMetadata, TransactionState, now_ms
 
 
@@ -35,10 +42,15 @@ def handle_describe_producers(
     apis: KafkaApis, request: Request, body: DescribeProducersRequest
 ) -> DescribeProducersResponse:
     topics = []
+    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         partitions = []
         for index in t.partition_indexes:
             out = PartitionResponse(partition_index=index, error_code=0, error_message=None, active_producers=[])
+            if t.name not in readable:
+                out.error_code = TopicAuthorizationException.code
+                partitions.append(out)
+                continue
             try:
                 log = apis.replica_manager.leader_partition(TopicPartition(t.name, index)).log
                 out.active_producers = [
@@ -77,7 +89,9 @@ def handle_describe_transactions(
             error_code=0, transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
             transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[],
         )  # fmt: skip
-        if tc is None:
+        if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            out.error_code = TransactionalIdAuthorizationException.code
+        elif tc is None:
             out.error_code = CoordinatorNotAvailableException.code
         else:
             code, md, _ = tc.manager.lookup(txn_id)
@@ -111,6 +125,8 @@ def handle_list_transactions(
         if wanted and str(md.state) not in wanted:
             continue
         if pids and md.producer_id not in pids:
+            continue
+        if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, md.transactional_id):
             continue
         if min_duration >= 0 and (md.txn_start_timestamp < 0 or now - md.txn_start_timestamp < min_duration):
             continue

@@ -50,7 +50,7 @@ from kafkapy.server.log.log_loader import (
 )
 from kafkapy.server.log.log_retention import RetentionPolicy, RetentionView, Rule
 from kafkapy.server.log.log_segment import LogSegment, RollParams, segment_paths, txn_index_path
-from kafkapy.server.log.producer_state import PreparedAppend, ProducerStateManager
+from kafkapy.server.log.producer_state import LastRecord, PreparedAppend, ProducerStateManager
 from kafkapy.server.log.segment_swap import (
     CLEANED_SUFFIX,
     SWAP_SUFFIX,
@@ -173,6 +173,12 @@ class Log:
         first_unstable = self.producer_state.first_unstable_offset
         return hw if first_unstable is None or first_unstable > hw else first_unstable
 
+    def cleanable_upper_bound(self) -> int:
+        """min(last stable offset, active segment base), read under the lock: the cleaner's
+        threads ask while the loop appends (the open transactions' maps change then)."""
+        with self._lock:
+            return min(self.last_stable_offset, self.active_segment.base_offset)
+
     @property
     def unflushed_messages(self) -> int:
         return self._next_offset - self.recovery_point
@@ -203,10 +209,15 @@ class Log:
             last = self._segments.bisect_left(to_offset)
             return list(self._segments.values()[first:last])
 
-    def last_batch_offsets_by_producer(self) -> dict[int, int]:
-        """producer id -> last offset of its last batch: the cleaner keeps those batches."""
+    def last_records_of_active_producers(self) -> dict[int, LastRecord]:
+        """producer id -> its last data batch's last offset (None when its last batch was
+        dropped by an epoch bump) and its epoch: the cleaner keeps those batches (Kafka's
+        lastRecordsOfActiveProducers), so the producer's sequence and epoch survive cleaning."""
         with self._lock:
-            return {pid: e.last_offset for pid, e in self.producer_state.producers.items()}
+            return {
+                pid: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.producer_epoch)
+                for pid, e in self.producer_state.producers.items()
+            }
 
     def replace_segments(self, new: LogSegment, old: list[LogSegment], expected_sizes: list[int]) -> None:
         """Swap the cleaned segment `new` (files ending `.cleaned`) in for `old`.

@@ -75,8 +75,11 @@ class LogSegment:
     ) -> None:
         self.log = log
         # The aborted transactions whose markers this segment holds (file created lazily).
-        self.txn_index = txn_index or TransactionIndex(
-            os.path.splitext(log.path)[0] + TXN_INDEX_SUFFIX, base_offset
+        # (`is None`, not `or`: an empty index is falsy, having a length.)
+        self.txn_index = (
+            txn_index
+            if txn_index is not None
+            else TransactionIndex(os.path.splitext(log.path)[0] + TXN_INDEX_SUFFIX, base_offset)
         )
         self.offset_index = offset_index
         self.time_index = time_index

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kafkapy.protocol.control_records import EndTxnMarker
 from kafkapy.protocol.errors import (
@@ -54,6 +55,14 @@ from kafkapy.server.log.producer_txns import CompletedTxn, ProducerTransactions
 from kafkapy.server.log.transaction_index import AbortedTxn
 
 NUM_BATCHES_TO_RETAIN = 5
+
+
+class LastRecord(NamedTuple):
+    """A producer's last record the cleaner must keep (Kafka's LastRecord): its last data
+    batch, or with none (an epoch bump by a marker dropped it) its marker of this epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
 
 
 @dataclass(frozen=True, slots=True)

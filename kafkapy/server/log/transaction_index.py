@@ -163,6 +163,12 @@ class TransactionIndex:
         """The file was moved with its directory: later opens use the new path."""
         self.path = path
 
+    def rename_file_to(self, path: str) -> None:
+        """Rename the file itself (the cleaner's suffix changes); an open descriptor stays valid."""
+        if os.path.exists(self.path):
+            os.replace(self.path, path)
+        self.path = path
+
     def delete(self) -> None:
         self.close()
         with contextlib.suppress(FileNotFoundError):

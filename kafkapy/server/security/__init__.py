@@ -12,7 +12,9 @@ connection goes through before its requests reach KafkaApis. Here:
 - `sasl_server.py` runs that table for one connection; `sasl_processor.py` plugs it into the
   network layer (kafkapy/client/sasl_client.py is the client side used between brokers);
 - `channel_builder.py` turns a listener's protocol and keys into what its connections go through;
-- `acl.py` is Kafka's ACL model and AclAuthorizer's decision as pure functions;
-  `acl_authorizer.py` keeps them in ZooKeeper with Kafka's znodes and change notifications
-  (not yet asked by the API handlers: wiring it in is issue 16's next part).
+- `acl.py` is Kafka's ACL model and AclAuthorizer's decision as pure functions, `acl_filter.py`
+  the DescribeAcls/DeleteAcls filters, `acl_codes.py` their wire codes;
+  `acl_authorizer.py` keeps ACLs in ZooKeeper with Kafka's znodes and change notifications;
+  `authorizer.py` is the interface the API handlers ask (through apis/auth_helper.py) and the
+  `authorizer.class.name` check.
 """

@@ -101,6 +101,12 @@ def parse_super_users(value: str | None) -> frozenset[str]:
     return frozenset(p.strip() for p in (value or "").split(";") if p.strip())
 
 
+# Per operation, the ALLOW operations that grant it: itself, All, and what implies it.
+_GRANTING: dict[Operation, frozenset[Operation]] = {
+    op: frozenset({op, Operation.ALL}) | _IMPLIED_BY.get(op, frozenset()) for op in Operation
+}
+
+
 def authorize(
     config: AuthorizerConfig,
     acls: Iterable[AclBinding],
@@ -110,13 +116,66 @@ def authorize(
     resource_type: ResourceType,
     name: str,
 ) -> bool:
+    matching = [b.entry for b in acls if b.pattern.matches(resource_type, name)]
+    return decide(config, matching, str(principal), host, operation)
+
+
+def decide(
+    config: AuthorizerConfig, entries: Iterable[AclEntry], principal: str, host: str, operation: Operation
+) -> bool:
+    """The decision over the entries of every ACL whose pattern matches the resource (one pass:
+    this runs once per resource of each request)."""
+    if principal in config.super_users:
+        return True
+    found = allowed = False
+    granting = _GRANTING[operation]
+    for e in entries:
+        found = True
+        if (e.principal == principal or e.principal == WILDCARD_PRINCIPAL) and (e.host == host or e.host == WILDCARD):
+            if e.permission is Permission.DENY:
+                if e.operation is operation or e.operation is Operation.ALL:
+                    return False
+            elif e.operation in granting:
+                allowed = True
+    return allowed if found else config.allow_everyone_if_no_acl_found
+
+
+def authorize_by_resource_type(
+    config: AuthorizerConfig,
+    acls: Iterable[AclBinding],
+    principal: KafkaPrincipal,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+) -> bool:
+    """Whether `operation` is allowed on at least one resource of the type (KIP-679's
+    Authorizer.authorizeByResourceType): some ALLOW pattern for the principal is not wholly
+    covered by a DENY (a DENY of the wildcard, or a literal or prefix DENY covering it)."""
     if str(principal) in config.super_users:
         return True
-    matching = [b.entry for b in acls if b.pattern.matches(resource_type, name)]
-    if not matching:
+    of_type = [b for b in acls if b.pattern.resource_type is resource_type]
+    if not of_type:
         return config.allow_everyone_if_no_acl_found
-    applicable = [e for e in matching if e.applies_to(principal, host)]
-    if any(e.permission is Permission.DENY and e.operation in (operation, Operation.ALL) for e in applicable):
+    applicable = [
+        b for b in of_type
+        if b.entry.applies_to(principal, host) and b.entry.operation in (operation, Operation.ALL)
+    ]  # fmt: skip
+    deny_literals = {
+        b.pattern.name for b in applicable
+        if b.entry.permission is Permission.DENY and b.pattern.pattern_type is PatternType.LITERAL
+    }  # fmt: skip
+    if WILDCARD in deny_literals:
         return False
-    granting = {operation, Operation.ALL} | _IMPLIED_BY.get(operation, frozenset())
-    return any(e.permission is Permission.ALLOW and e.operation in granting for e in applicable)
+    deny_prefixes = [
+        b.pattern.name for b in applicable
+        if b.entry.permission is Permission.DENY and b.pattern.pattern_type is PatternType.PREFIXED
+    ]  # fmt: skip
+    for b in applicable:
+        if b.entry.permission is not Permission.ALLOW:
+            continue
+        name = b.pattern.name
+        if any(name.startswith(p) for p in deny_prefixes):
+            continue
+        if b.pattern.pattern_type is PatternType.PREFIXED or name not in deny_literals:
+            return True
+    return False

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Any
 
+from kafkapy.client.sasl_client import PLAINTEXT, ClientSecurity
 from kafkapy.protocol.errors import (
     ConcurrentTransactionsException,
     InvalidPidMappingException,
@@ -58,6 +59,7 @@ class TransactionCoordinator:
         producer_id_manager: Any,
         metadata_cache: Any,
         group_coordinator: Any,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -70,6 +72,7 @@ class TransactionCoordinator:
             config.inter_broker_listener_name,
             lambda marker: write_txn_markers(replica_manager, group_coordinator, marker, timeout_ms),
             timeout_ms,
+            security,  # the inter-broker listener's, as the controller's and fetchers' connections
         )
         self.active = False
         self.topic_creation: asyncio.Future[None] | None = None  # FindCoordinator's, shared

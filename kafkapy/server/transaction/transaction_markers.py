@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.client.sasl_client import PLAINTEXT, ClientSecurity
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.control_records import ControlRecordType, EndTxnMarker, build_control_batch
 from kafkapy.protocol.errors import (
@@ -92,6 +93,7 @@ class TransactionMarkerChannel:
         listener_name: str,
         local_writer: LocalWriter,
         request_timeout_ms: int,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
@@ -99,6 +101,9 @@ class TransactionMarkerChannel:
         self.local_writer = local_writer
         self.request_timeout_ms = request_timeout_ms
         self._connections: dict[tuple[str, int], Any] = {}
+        # The inter-broker listener's protocol and credentials: the leader authorizes
+        # WriteTxnMarkers as this broker's principal (ClusterAction).
+        self.security = security
 
     async def send(self, marker: TxnMarker, still_valid: Callable[[], bool]) -> bool:
         """True once every partition has its marker (or is gone); False if this coordinator
@@ -157,7 +162,7 @@ class TransactionMarkerChannel:
         if conn is None:
             conn = self._connections[endpoint] = BrokerConnection(
                 endpoint[0], endpoint[1], client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                timeout=self.request_timeout_ms / 1000,
+                timeout=self.request_timeout_ms / 1000, security=self.security,
             )  # fmt: skip
         by_topic: dict[str, list[int]] = {}
         for t, p in marker.partitions:

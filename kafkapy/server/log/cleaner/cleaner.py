@@ -1,11 +1,15 @@
 """Cleaner: one compaction of one log (Kafka's Cleaner).
 
 1. Build the offset map (key -> latest offset) over the dirty section, from the first dirty
-   offset to the first uncleanable offset, stopping early when the map is full.
+   offset to the first uncleanable offset (never past the last stable offset), stopping
+   early when the map is full. Records of aborted transactions do not count.
 2. Rewrite every segment from the start of the log to the end of what the map covers, in
    groups that fit one segment (`group_segments_by_size`): a record stays if no later offset
    of its key is in the map; a tombstone stays only while its segment is younger than the
-   delete horizon (the last cleaned segment's mtime less delete.retention.ms).
+   delete horizon (the last cleaned segment's mtime less delete.retention.ms). Batches of
+   aborted transactions go, and transaction markers go once no data of their transaction
+   is left and they are past the delete horizon (txn_metadata.py). A producer's last batch
+   stays, emptied if need be, so that its sequence and epoch survive (Kafka's RETAIN_EMPTY).
 3. Swap each cleaned segment in (`Log.replace_segments`: `.cleaned` -> `.swap` -> final).
 
 Runs on a cleaner thread: reads and writes happen without the log's lock, which only the swap
@@ -14,6 +18,7 @@ takes; an abort (truncation, deletion, shutdown) is noticed between batches.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -21,13 +26,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from kafkapy.protocol.compression import decompress
+from kafkapy.protocol.control_records import ControlRecordType, parse_control_batch
+from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import HEADER_SIZE, BatchHeader, CompressionType, iter_batches, read_header
 from kafkapy.server.log.cleaner.offset_map import SkimpyOffsetMap
-from kafkapy.server.log.cleaner.record_filter import RawRecord, filter_batch, records_of
+from kafkapy.server.log.cleaner.record_filter import (
+    FilterResult,
+    RawRecord,
+    RetainRecord,
+    filter_batch,
+    records_of,
+)
 from kafkapy.server.log.cleaner.segment_groups import group_segments_by_size
 from kafkapy.server.log.cleaner.throttler import Throttler
+from kafkapy.server.log.cleaner.txn_metadata import CleanedTransactionMetadata
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_segment import LogSegment
+from kafkapy.server.log.producer_state import LastRecord
 from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, open_segment_with_suffix
 
 logger = logging.getLogger("kafkapy.log.LogCleaner")
@@ -136,6 +151,7 @@ class Cleaner:
                 "log.cleaner.threads"
             )
         stats.map_complete_s = time.monotonic()
+        txns = CleanedTransactionMetadata()  # one for the whole rewrite, as in Kafka's doClean
         stats.buffer_utilization = self.offset_map.utilization
         logger.info(
             "Cleaner %d: Cleaning log %s (cleaning prior to %s, discarding tombstones prior to %s)...",
@@ -146,7 +162,7 @@ class Cleaner:
             log.segments_in_range(0, end_offset), log.config.segment_bytes, log.config.segment_index_bytes,
             end_offset,
         ):  # fmt: skip
-            self.clean_segments(log, group, delete_horizon_ms, stats)
+            self.clean_segments(log, group, delete_horizon_ms, stats, txns)
         stats.end_s = time.monotonic()
         return end_offset, stats
 
@@ -162,19 +178,30 @@ class Cleaner:
             "Cleaner %d: Building offset map for log %s for %d segments in offset range [%d, %d).",
             self.id, log.name, len(segments), start, end,
         )  # fmt: skip
+        txns = CleanedTransactionMetadata()
+        txns.add_aborted_transactions(log.collect_aborted_transactions(start, end))
         full = False
         for segment in segments:
             self._check_done(log)
             for batch, header in iter_segment_batches(segment, self.io_buffer_size):
-                if header.last_offset < start or header.is_control:
+                if header.last_offset < start:
                     continue
                 if header.base_offset >= end:
                     break
+                if header.is_control:
+                    with contextlib.suppress(CorruptRecordException):  # an unknown control record
+                        txns.on_control_batch_read(header, _control_type(batch, header))
+                    continue
                 stats.map_bytes_read += header.size
                 if offset_map.size >= self.max_desired_map_size:
                     full = True
                     break
                 self.throttler.maybe_throttle(header.size)
+                if txns.on_batch_read(header):
+                    # Aborted data is removed whatever its keys: it must not hide older values.
+                    stats.map_messages_read += header.records_count
+                    offset_map.update_latest_offset(min(header.last_offset, end - 1))
+                    continue
                 for record in _batch_records(batch, header):
                     if start <= record.offset < end:
                         stats.map_messages_read += 1
@@ -190,18 +217,28 @@ class Cleaner:
     # -- rewriting ------------------------------------------------------------------------------
 
     def clean_segments(
-        self, log: Log, group: list[LogSegment], delete_horizon_ms: int, stats: CleanerStats
+        self,
+        log: Log,
+        group: list[LogSegment],
+        delete_horizon_ms: int,
+        stats: CleanerStats,
+        txns: CleanedTransactionMetadata | None = None,
     ) -> None:
         first = group[0]
         cleaned = open_segment_with_suffix(
             log.dir, first.base_offset, log.config, CLEANED_SUFFIX, self._time_ms
         )
+        txns = txns or CleanedTransactionMetadata()
+        txns.cleaned_index = cleaned.txn_index
         try:
-            last_batch_of_producer = log.last_batch_offsets_by_producer()
+            last_records = log.last_records_of_active_producers()
             sizes = [s.size for s in group]
             offset_map = self.offset_map
             map_end = offset_map.latest_offset
-            for old, size in zip(group, sizes, strict=True):
+            for i, (old, size) in enumerate(zip(group, sizes, strict=True)):
+                upper = group[i + 1].base_offset if i + 1 < len(group) else map_end + 1
+                txns.add_aborted_transactions(log.collect_aborted_transactions(old.base_offset, upper))
+                # Markers follow the tombstones' horizon (Kafka's retainDeletesAndTxnMarkers).
                 retain_deletes = old.last_modified > delete_horizon_ms
                 logger.info(
                     "Cleaner %d: Cleaning %s in log %s into %d with deletion horizon %d, %s deletes.",
@@ -233,8 +270,7 @@ class Cleaner:
                     read += header.size
                     stats.bytes_read += header.size
                     self.throttler.maybe_throttle(header.size)
-                    last_of_producer = last_batch_of_producer.get(header.producer_id) == header.last_offset
-                    result = filter_batch(batch, header, retain, last_of_producer)
+                    result = _filter_for_cleaning(batch, header, retain, txns, retain_deletes, last_records)
                     stats.messages_read += result.records_read
                     stats.messages_written += result.records_kept
                     if result.output is not None:
@@ -262,6 +298,58 @@ class Cleaner:
                 cleaned.close()
                 cleaned.delete()
             raise
+
+
+def _control_type(batch: memoryview, header: BatchHeader) -> ControlRecordType | None:
+    """The marker's type; None for a control batch an earlier cleaning emptied. Raises
+    CorruptRecordException for a control record that is no marker this broker knows (kept)."""
+    if header.records_count == 0:
+        return None
+    return parse_control_batch(batch).control_type
+
+
+def _is_last_record_of_producer(header: BatchHeader, last_records: dict[int, LastRecord]) -> bool:
+    """The batch holding an active producer's last sequence, or its last marker when the
+    epoch bump of that marker left it no data batch (Kafka's isBatchLastRecordOfProducer)."""
+    last = last_records.get(header.producer_id)
+    if last is None:
+        return False
+    if last.last_data_offset is not None:
+        return header.last_offset == last.last_data_offset
+    return header.is_control and header.producer_epoch == last.producer_epoch
+
+
+def _filter_for_cleaning(
+    batch: memoryview,
+    header: BatchHeader,
+    retain: RetainRecord,
+    txns: CleanedTransactionMetadata,
+    retain_deletes_and_markers: bool,
+    last_records: dict[int, LastRecord],
+) -> FilterResult:
+    """Kafka's checkBatchRetention: DELETE, RETAIN_EMPTY or DELETE_EMPTY, then the records."""
+    if header.is_control:
+        try:
+            control_type = _control_type(batch, header)
+        except CorruptRecordException:
+            discard = False  # not a marker this broker knows: kept as it is (Kafka's UNKNOWN)
+        else:
+            discard = txns.on_control_batch_read(header, control_type) and not retain_deletes_and_markers
+    else:
+        discard = txns.on_batch_read(header)
+    if header.has_producer_id and _is_last_record_of_producer(header, last_records):
+        if header.is_control:
+            # Kafka would keep an emptied marker; the whole one (a few dozen bytes) keeps the
+            # producer's epoch just as well and stays a marker every reader understands.
+            return FilterResult(batch, header.records_count, header.records_count)
+        return filter_batch(batch, header, _retain_none if discard else retain, True)
+    if discard:
+        return FilterResult(None, header.records_count, 0)
+    return filter_batch(batch, header, retain, False)
+
+
+def _retain_none(_offset: int, _key: bytes | None, _tombstone: bool, _ts: int) -> bool:
+    return False
 
 
 def _batch_records(batch: memoryview, header: BatchHeader) -> list[RawRecord]:

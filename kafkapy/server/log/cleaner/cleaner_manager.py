@@ -98,9 +98,10 @@ class LogCleanerManager:
                 "%d is invalid.", log.name, start, checkpoint,
             )  # fmt: skip
             first_dirty = start
-        # Never past the high watermark (what consumers may not see yet may still be
-        # truncated) nor into the active segment.
-        uncleanable = min(log.high_watermark, log.active_segment.base_offset)
+        # Never past the last stable offset (what consumers may not see yet may still be
+        # truncated, and an open transaction's outcome decides what of it stays) nor into the
+        # active segment.
+        uncleanable = log.cleanable_upper_bound()
         config = log.config
         dirty = log.segments_in_range(first_dirty, uncleanable)
         if config.min_compaction_lag_ms > 0:
