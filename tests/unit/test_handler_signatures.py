@@ -18,6 +18,7 @@ def _registered() -> dict[int, Callable[..., object]]:
     # KafkaApis imports the handler modules (which fill HANDLERS) when it is built; import them
     # the same way without a server.
     from kafkapy.server.apis import (
+        acls,
         api_versions,
         cluster,
         configs,
@@ -43,7 +44,7 @@ def _registered() -> dict[int, Callable[..., object]]:
     # Only the modules typed so far: a family added later joins by being imported above (so the
     # result does not depend on which other tests imported which handler modules first).
     typed = {m.__name__ for m in (
-        api_versions, cluster, configs, controller_requests, elect_leaders, fetch, groups, list_offsets,
+        acls, api_versions, cluster, configs, controller_requests, elect_leaders, fetch, groups, list_offsets,
         log_dirs, metadata, offset_for_leader_epoch, produce, producer_ids, reassignments, records, sasl,
         scram_credentials, topics, transaction_admin, transactions,
     )} | {"kafkapy.server.apis.offsets"}  # fmt: skip
