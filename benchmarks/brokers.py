@@ -107,13 +107,15 @@ def _wait_for_metadata(bootstrap: str, proc: subprocess.Popen[bytes] | None, tim
 
 
 @contextlib.contextmanager
-def kafkapy_broker(base_dir: Path | None = None) -> Iterator[RunningBroker]:
+def kafkapy_broker(
+    base_dir: Path | None = None, overrides: dict[str, str] | None = None
+) -> Iterator[RunningBroker]:
     """ZooKeeper + one kafkapy broker; the data lives under `base_dir` (default: a temp dir)."""
     owned = base_dir is None
     root = Path(tempfile.mkdtemp(prefix="kafkapy-bench-")) if base_dir is None else base_dir
     root.mkdir(parents=True, exist_ok=True)
     try:
-        with kafkapy_cluster_context(1, None, root) as cluster:
+        with kafkapy_cluster_context(1, overrides, root) as cluster:
             handle = cluster.brokers[0]
             assert handle.process is not None
             pid = python_broker_pid(handle.process.pid)

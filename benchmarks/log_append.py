@@ -17,7 +17,8 @@ import shutil
 import tempfile
 import time
 
-from kafkapy.protocol.record_batch import build_batch, iter_batches, set_base_offset
+from kafkapy.protocol.record_batch import iter_batches, set_base_offset
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
 

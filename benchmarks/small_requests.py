@@ -21,7 +21,7 @@ from benchmarks.common import Window
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 
 _SIZE = struct.Struct(">i")
 _CORRELATION_AT = 4 + 2 + 2  # size prefix, api key, api version

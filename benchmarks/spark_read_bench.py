@@ -22,8 +22,8 @@ import time
 from confluent_kafka import Producer
 
 from kafkapy.client.admin import AdminClient, NewTopic
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer import SimpleConsumer
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.testing import kafkapy_cluster_context
 
 TOPIC = "bench"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import (
     BY_CODE,
     LeaderNotAvailableException,
@@ -39,7 +40,6 @@ from kafkapy.protocol.messages import valid_versions
 DEFAULT_TIMEOUT_MS = 30_000
 RETRY_BACKOFF_S = 0.1
 SOCKET_MARGIN_S = 5.0
-ZERO_UUID = uuid.UUID(int=0)
 TOPIC_RESOURCE = 2
 DEFAULT_CONFIG_SOURCE = 5
 

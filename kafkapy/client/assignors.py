@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from kafkapy.client.cluster import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

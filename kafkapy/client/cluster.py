@@ -9,14 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
+# Re-exported for imports written before TopicPartition moved to kafkapy.common.
+from kafkapy.common.topic_partition import TopicPartition as TopicPartition
 from kafkapy.protocol.errors import error_name
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

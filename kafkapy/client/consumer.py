@@ -23,13 +23,15 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kafkapy.client.cluster import TopicPartition
+from kafkapy.client.client_metrics import ConsumerMetrics
 from kafkapy.client.consumer_coordinator import ConsumerCoordinator, RebalanceListener
 from kafkapy.client.group_offsets import GroupOffsets
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.network_client_utils import await_metadata, send_and_receive
 from kafkapy.client.records import ConsumerRecord, decode_record_set
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
@@ -39,8 +41,9 @@ from kafkapy.protocol.errors import (
 
 FETCH_MAX_VERSION: Final = 12  # v13+ names topics by id
 LIST_OFFSETS_MAX_VERSION: Final = 7
-EARLIEST: Final = -2
-LATEST: Final = -1
+# ListOffsets' special timestamps under the short names callers (the Spark source) use.
+EARLIEST: Final = EARLIEST_TIMESTAMP
+LATEST: Final = LATEST_TIMESTAMP
 
 __all__ = ["ConsumerRecord", "SimpleConsumer", "TopicPartition"]
 
@@ -105,6 +108,8 @@ class SimpleConsumer:
             "auto_commit_interval_ms": auto_commit_interval_ms, "request_timeout_ms": request_timeout_ms,
         }  # fmt: skip
         self.high_watermarks: dict[TopicPartition, int] = {}
+        # Kafka's consumer-fetch-manager-metrics, recorded once per fetch response.
+        self._metrics = ConsumerMetrics()
         # An error found in a fetch callback (which runs inside client.poll) is raised by poll().
         self._error: BaseException | None = None
 
@@ -315,8 +320,9 @@ class SimpleConsumer:
                 continue
             fetched = {tp: self._positions[tp] for tp in tps}
             self._fetching.add(node)
+            sent = time.monotonic()
             self.client.send(node, ApiKey.FETCH, self._fetch_body(fetched),
-                             lambda r, e, n=node, f=fetched: self._on_fetch(n, f, r, e),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+                             lambda r, e, n=node, f=fetched, s=sent: self._on_fetch(n, f, r, e, s),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                              max_version=FETCH_MAX_VERSION)  # fmt: skip
 
     def _fetch_body(self, fetched: Mapping[TopicPartition, int | None]) -> dict[str, Any]:
@@ -346,11 +352,14 @@ class SimpleConsumer:
         }
 
     def _on_fetch(self, node: int, fetched: Mapping[TopicPartition, int | None], resp: Any,
-                  exc: BaseException | None) -> None:  # fmt: skip
+                  exc: BaseException | None, sent: float = 0.0) -> None:  # fmt: skip
         self._fetching.discard(node)
         if exc is not None:
             self.client.request_metadata_update()
             return
+        self._metrics.fetch_latency_ms.record((time.monotonic() - sent) * 1000)
+        ready_before = len(self._ready)
+        fetched_bytes = 0
         try:
             if resp.error_code:
                 raise for_code(resp.error_code, "Fetch")
@@ -359,9 +368,30 @@ class SimpleConsumer:
                     tp = TopicPartition(t.topic, p.partition_index)
                     if tp not in fetched or self._positions.get(tp) != fetched[tp]:
                         continue  # seeked or unassigned meanwhile: this data is stale
+                    fetched_bytes += len(p.records) if p.records else 0
                     self._on_partition_data(tp, fetched[tp], p)
         except Exception as e:  # noqa: BLE001 - handed to the caller of poll()
             self._error = e
+        self._record_fetch(len(self._ready) - ready_before, fetched_bytes, fetched)
+
+    def _record_fetch(self, records: int, nbytes: int, fetched: Mapping[TopicPartition, int | None]) -> None:
+        m = self._metrics
+        m.records_consumed.record(records)
+        m.bytes_consumed.record(nbytes)
+        # records-lag-max: the high watermark minus the position, over the partitions fetched.
+        lags = [
+            hw - pos
+            for tp in fetched
+            if (hw := self.high_watermarks.get(tp)) is not None and (pos := self._positions.get(tp)) is not None
+        ]
+        if lags:
+            m.records_lag.record(max(lags))
+
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """Kafka's consumer fetch metrics by group and name, as kafka-python returns them
+        ({"consumer-fetch-manager-metrics": {"records-lag-max": ..., ...}}); rates, averages and
+        maxima cover the last 30-60 s, totals everything since the consumer started."""
+        return self._metrics.snapshot()
 
     def _on_partition_data(self, tp: TopicPartition, position: Any, p: Any) -> None:
         code = p.error_code

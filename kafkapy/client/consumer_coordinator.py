@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kafkapy.client.assignors import ASSIGNORS, Member, parse_strategy
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.group_membership import (
     COORDINATOR_ERRORS,
     RESET_ERRORS,
@@ -39,6 +38,7 @@ from kafkapy.client.group_membership import (
 )
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.network_client_utils import await_metadata
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.consumer_protocol import (
     decode_assignment,

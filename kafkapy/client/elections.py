@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, UnsupportedVersionException
 from kafkapy.server.controller.events import ElectionType
-from kafkapy.server.log.topic_partition import TopicPartition
 
 
 def elect_leaders(

@@ -12,9 +12,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.network_client_utils import await_metadata, send_and_receive
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorLoadInProgressException,

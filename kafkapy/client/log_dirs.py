@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError
-from kafkapy.server.log.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

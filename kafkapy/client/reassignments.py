@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafkapy.client.admin import AdminClient, raise_for_error
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError
-from kafkapy.server.log.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

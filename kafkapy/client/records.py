@@ -3,8 +3,7 @@
 `records` of a Fetch response is a run of v2 batches that may end with a partial one (the
 broker cuts at max bytes). Control batches (transaction markers) are skipped; records below
 the fetch position are dropped, since a fetch returns whole batches and the position may lie
-inside one. Varints are decoded inline for the one-byte case: nearly every length and delta
-in a batch fits one byte, and a call per field would cost more than the rest of the loop.
+inside one. The records are read by the one record decoder, protocol/record_codec.py.
 """
 
 from __future__ import annotations
@@ -13,11 +12,11 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafkapy.protocol.compression import decompress
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import HEADER_SIZE, BatchHeader, compute_crc, iter_batches
-
-Header = tuple[str, bytes | None]
+from kafkapy.protocol.record_codec import Header, read_records
 
 
 class ConsumerRecord(NamedTuple):
@@ -29,20 +28,10 @@ class ConsumerRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[Header, ...] = ()
-    leader_epoch: int = -1
+    leader_epoch: int = NO_PARTITION_LEADER_EPOCH
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordException("Malformed varint in record")
+_new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
 def decode_batch(
@@ -58,69 +47,17 @@ def decode_batch(
     body = bytes(buf[position + HEADER_SIZE : position + header.size])
     if header.compression:
         body = decompress(header.compression, body)
-    log_append = header.timestamp_type == 1
-    base_offset, base_ts, epoch = header.base_offset, header.base_timestamp, header.partition_leader_epoch
-    out: list[ConsumerRecord] = []
-    append = out.append
-    pos, end = 0, len(body)
+    ts_type, epoch = int(header.timestamp_type), header.partition_leader_epoch
+
+    def make(
+        offset: int, ts: int, key: bytes | None, value: bytes | None, headers: tuple[Header, ...]
+    ) -> ConsumerRecord:
+        return _new_tuple(ConsumerRecord, (topic, partition, offset, ts, ts_type, key, value, headers, epoch))
+
     try:
-        for _ in range(header.records_count):
-            n = body[pos]
-            length, pos = ((n >> 1) ^ -(n & 1), pos + 1) if n < 0x80 else _varint(body, pos)
-            rec_end = pos + length
-            pos += 1  # record attributes: unused
-            n = body[pos]
-            ts_delta, pos = ((n >> 1) ^ -(n & 1), pos + 1) if n < 0x80 else _varint(body, pos)
-            n = body[pos]
-            offset_delta, pos = ((n >> 1) ^ -(n & 1), pos + 1) if n < 0x80 else _varint(body, pos)
-            n = body[pos]
-            klen, pos = ((n >> 1) ^ -(n & 1), pos + 1) if n < 0x80 else _varint(body, pos)
-            if klen < 0:
-                key = None
-            else:
-                key = body[pos : pos + klen]
-                pos += klen
-            n = body[pos]
-            vlen, pos = ((n >> 1) ^ -(n & 1), pos + 1) if n < 0x80 else _varint(body, pos)
-            if vlen < 0:
-                value = None
-            else:
-                value = body[pos : pos + vlen]
-                pos += vlen
-            headers: tuple[Header, ...] = ()
-            if body[pos] == 0:
-                pos += 1
-            else:
-                headers, pos = _headers(body, pos)
-            if pos != rec_end:
-                raise CorruptRecordException("Record length does not match its fields")
-            offset = base_offset + offset_delta
-            if offset >= min_offset:
-                ts = header.max_timestamp if log_append else base_ts + ts_delta
-                append(
-                    ConsumerRecord(topic, partition, offset, ts, int(log_append), key, value, headers, epoch)
-                )
-    except IndexError as e:
-        raise CorruptRecordException(f"Record batch for {topic}-{partition} is truncated") from e
-    if pos != end:
-        raise CorruptRecordException("Batch has bytes after its last record")
-    return out
-
-
-def _headers(body: bytes, pos: int) -> tuple[tuple[Header, ...], int]:
-    count, pos = _varint(body, pos)
-    out: list[Header] = []
-    for _ in range(count):
-        klen, pos = _varint(body, pos)
-        hkey = body[pos : pos + klen].decode()
-        pos += klen
-        vlen, pos = _varint(body, pos)
-        if vlen < 0:
-            out.append((hkey, None))
-        else:
-            out.append((hkey, body[pos : pos + vlen]))
-            pos += vlen
-    return tuple(out), pos
+        return read_records(body, header, make, min_offset)
+    except CorruptRecordException as e:
+        raise CorruptRecordException(f"Record batch for {topic}-{partition}: {e.message}") from e
 
 
 def decode_record_set(

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, LeaderNotAvailableException, UnknownTopicOrPartitionException
-from kafkapy.server.log.topic_partition import TopicPartition
 
 # Kafka's Errors messages for the codes a DeleteRecords answer carries without a message.
 MESSAGES = {

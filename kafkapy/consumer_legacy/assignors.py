@@ -17,6 +17,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kafkapy.common.java_hash import java_string_hash
 from kafkapy.consumer_legacy.config import ROUNDROBIN
 from kafkapy.consumer_legacy.topic_count import ConsumerThreadId
 
@@ -35,15 +36,6 @@ class AssignmentContext:
     consumers_for_topic: Mapping[str, Sequence[ConsumerThreadId]]
     partitions_for_topic: Mapping[str, Sequence[int]]
     consumers: Sequence[str] = field(default_factory=list)  # the group's consumer ids, sorted
-
-
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def _empty_for_all(ctx: AssignmentContext, result: Assignment) -> Assignment:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 
 from kafkapy.client.connection import BrokerConnection
-from kafkapy.consumer_legacy.assignors import java_string_hash
+from kafkapy.common.java_hash import topic_partition_hash
 from kafkapy.consumer_legacy.config import ConsumerConfig
 from kafkapy.consumer_legacy.fetcher_thread import ConsumerFetcherThread
 from kafkapy.consumer_legacy.stream import PartitionTopicInfo
@@ -29,9 +29,8 @@ TopicAndPartition = tuple[str, int]
 
 def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
     """Kafka's Utils.abs(31 * topic.hashCode + partition) % numFetchers, in Java int arithmetic."""
-    h = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
-    h = h - (1 << 32) if h & 0x80000000 else h
-    return (h & 0x7FFFFFFF) % num_fetchers  # Utils.abs masks the sign bit
+    # The old Scala Utils.abs this consumer used masks the sign bit (not Math.abs).
+    return (topic_partition_hash(topic, partition) & 0x7FFFFFFF) % num_fetchers
 
 
 class ConsumerFetcherManager:

@@ -16,17 +16,11 @@ from typing import TYPE_CHECKING
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.consumer_legacy.config import SMALLEST, ConsumerConfig
 from kafkapy.consumer_legacy.stream import PartitionTopicInfo
-from kafkapy.consumer_legacy.wire import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    PartitionData,
-    fetch,
-    list_offsets,
-    open_connection,
-)
-from kafkapy.protocol.compression import decode_batch_records
+from kafkapy.consumer_legacy.wire import PartitionData, fetch, list_offsets, open_connection
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import OffsetOutOfRangeException
-from kafkapy.protocol.record_batch import Record, iter_batches
+from kafkapy.protocol.record_batch import iter_batches
+from kafkapy.protocol.record_codec import Record, decode_batch_records
 
 if TYPE_CHECKING:
     from kafkapy.consumer_legacy.fetcher import ConsumerFetcherManager

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafkapy.protocol.record_batch import Record
+from kafkapy.protocol.record_codec import Record
 
 
 class ConsumerTimeoutException(Exception):

@@ -14,14 +14,12 @@ from dataclasses import dataclass
 
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import CONSUMER_REPLICA_ID
 
 FETCH_VERSIONS = (4, 11)
 METADATA_VERSIONS = (1, 8)
 LIST_OFFSETS_VERSIONS = (1, 5)
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-CONSUMER_REPLICA_ID = -1
 READ_UNCOMMITTED = 0
 
 TopicAndPartition = tuple[str, int]

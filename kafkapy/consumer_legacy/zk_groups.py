@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafkapy.consumer_legacy.wire import LATEST_TIMESTAMP, list_offsets, open_connection
+from kafkapy.consumer_legacy.wire import list_offsets, open_connection
+from kafkapy.protocol.constants import LATEST_TIMESTAMP
 from kafkapy.server.zk.consumer_znodes import (
     ConsumerGroupZNode,
     ConsumerIdsZNode,

@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable, Container, Iterable
 from typing import Final
 
-from kafkapy.client.cluster import ClusterMetadata, TopicPartition
+from kafkapy.client.cluster import ClusterMetadata
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer.batch import FutureRecordMetadata, ProducerBatch
 from kafkapy.protocol.errors import RecordTooLargeException, TimeoutException
 
@@ -86,11 +87,9 @@ class RecordAccumulator:
                 dq = self.batches[tp] = collections.deque()
             if dq:
                 last = dq[-1]
-                if not last.closed_size:
-                    future = last.try_append(ts, key, value, headers)
-                    if future is not None:
-                        self._queued_records += 1
-                        return future, False
+                if not last.closed_size and (index := last.append(ts, key, value, headers)) >= 0:
+                    self._queued_records += 1
+                    return FutureRecordMetadata(last, index), False
             if abort_on_new_batch:
                 return None, True
             size = (
@@ -103,12 +102,11 @@ class RecordAccumulator:
             self._reserve(reserve, tp)
             batch = ProducerBatch(tp, reserve, ts, time.monotonic(), self.max_records_per_batch)
             batch.reserved = reserve
-            future = batch.try_append(ts, key, value, headers)
-            assert future is not None
+            batch.append(ts, key, value, headers)  # a first record always fits
             dq.append(batch)
             self.incomplete.add(batch)
             self._queued_records += 1
-            return future, True
+            return FutureRecordMetadata(batch, 0), True
 
     def _reserve(self, size: int, tp: TopicPartition) -> None:
         """Wait (lock held, released while waiting) for `size` bytes of buffer.memory."""

@@ -21,10 +21,11 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from kafkapy.client.cluster import ClusterMetadata, TopicPartition
+from kafkapy.client.cluster import ClusterMetadata
 from kafkapy.client.network_client import NetworkClient
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer.accumulator import RecordAccumulator
-from kafkapy.producer.batch import Callback, FailedFuture, FutureRecordMetadata, encoded_headers
+from kafkapy.producer.batch import Callback, FailedFuture, FutureRecordMetadata
 from kafkapy.producer.config import ProducerConfig
 from kafkapy.producer.partitioner import make_partitioner
 from kafkapy.producer.sender import Sender
@@ -35,6 +36,7 @@ from kafkapy.protocol.errors import (
     RecordTooLargeException,
     TimeoutException,
 )
+from kafkapy.protocol.record_codec import encode_headers
 
 
 def _to_bytes(data: Any) -> bytes | None:
@@ -120,7 +122,7 @@ class KafkaProducer:
         key_bytes = c.key_serializer(key) if c.key_serializer else _to_bytes(key)
         value_bytes = c.value_serializer(value) if c.value_serializer else _to_bytes(value)
         ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
-        header_bytes = encoded_headers(headers) if headers else None
+        header_bytes = encode_headers(headers) if headers else None
         try:
             cluster = self._cluster_with(topic, partition)
             size = 70 + (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
@@ -242,6 +244,12 @@ class KafkaProducer:
         self.flush(timeout)
         txn.end_transaction(commit=False)
         self._transaction_futures.clear()
+
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """Kafka's producer metrics by group and name, as kafka-python returns them
+        ({"producer-metrics": {"record-send-rate": ..., "batch-size-avg": ..., ...}}); rates and
+        averages cover the last 30-60 s, totals everything since the producer started."""
+        return self._sender.metrics.snapshot()
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each of those records is acknowledged or

@@ -21,11 +21,13 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
+from kafkapy.client.client_metrics import ProducerMetrics
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.producer.accumulator import RecordAccumulator
 from kafkapy.producer.batch import ProducerBatch
 from kafkapy.producer.config import ProducerConfig
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kafkapy.protocol.errors import (
     DuplicateSequenceException,
     KafkaError,
@@ -34,6 +36,7 @@ from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     OutOfOrderSequenceException,
     TimeoutException,
+    UnknownServerException,
     UnknownTopicOrPartitionException,
     for_code,
 )
@@ -78,16 +81,18 @@ class Sender(threading.Thread):
         self.config = config
         self.client = client
         self.accumulator = accumulator
+        # Kafka's producer-metrics, recorded per batch and per request (KafkaProducer.metrics()).
+        self.metrics = ProducerMetrics()
         self.running = True
         self.force_close = False
         self.fatal_error: BaseException | None = None
         self.idempotent = config.enable_idempotence
         self.guarantee_order = config.max_in_flight_requests_per_connection == 1 and not self.idempotent
-        self.producer_id = -1
+        self.producer_id = NO_PRODUCER_ID
         # A transactional producer's TransactionManager: it gets the producer id
         # (init_transactions) and adds partitions to the transaction before their first batch.
         self.transaction_manager: Any = None
-        self.producer_epoch = -1
+        self.producer_epoch = NO_PRODUCER_EPOCH
         self._pid_in_flight = False
         self._pid_retry_at = 0.0
         self._next_sequence: dict[Any, int] = {}
@@ -179,8 +184,18 @@ class Sender(threading.Thread):
     def _send_produce(self, node: int, batches: list[ProducerBatch]) -> None:
         acks = self.config.acks
         body = encode_produce_request(acks, self.config.request_timeout_ms, batches)
+        metrics = self.metrics
+        sent = time.monotonic()
+        records = 0
+        for batch in batches:
+            metrics.batch_size.record(batch.size)
+            metrics.outgoing_bytes.record(batch.size)
+            records += batch.count
+        metrics.records_per_request.record(records)
 
         def on_response(resp: Any, exc: BaseException | None) -> None:
+            if exc is None:
+                metrics.request_latency_ms.record((time.monotonic() - sent) * 1000)
             self._handle_produce_response(batches, resp, exc)
 
         try:
@@ -232,6 +247,7 @@ class Sender(threading.Thread):
             and not self.force_close
         ):
             log.debug("retrying %s (attempt %d): %s", batch, batch.attempts + 1, error)
+            self.metrics.record_retry.record(batch.count)
             self.accumulator.muted.discard(batch.tp)
             self.accumulator.reenqueue(batch, now)
             return
@@ -239,11 +255,13 @@ class Sender(threading.Thread):
 
     def _done(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self.accumulator.muted.discard(batch.tp)
+        self.metrics.record_send.record(batch.count)
         batch.complete(base_offset, log_append_time, None)
         self.accumulator.deallocate(batch)
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         self.accumulator.muted.discard(batch.tp)
+        self.metrics.record_error.record(batch.count)
         batch.complete(-1, -1, error)
         self.accumulator.deallocate(batch)
 
@@ -259,7 +277,7 @@ class Sender(threading.Thread):
 
         def on_response(resp: Any, exc: BaseException | None) -> None:
             self._pid_in_flight = False
-            code = resp.error_code if resp is not None else -1
+            code = resp.error_code if resp is not None else UnknownServerException.code
             if exc is None and code == 0:
                 self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
                 self._next_sequence.clear()

@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafkapy.client.admin import parse_bootstrap
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kafkapy.protocol.errors import (
     ConcurrentTransactionsException,
     CoordinatorLoadInProgressException,
@@ -78,7 +79,7 @@ class TransactionManager:
         self.backoff_s = retry_backoff_ms / 1000
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.state = TxnState.UNINITIALIZED
-        self.producer_id, self.producer_epoch = -1, -1
+        self.producer_id, self.producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         self.partitions: set[TopicPartition] = set()  # added to the current transaction
         self.error: KafkaError | None = None  # a failure the sender thread met (AddPartitionsToTxn)
         self._lock = threading.RLock()

@@ -145,6 +145,8 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),  # KIP-546
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     # v1 (allowReplicationFactorChange, Kafka 3.x) would need refusing RF changes on request.
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkapy.protocol import primitives as prim
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.message import MISSING, Message, attr_name, classes_for
 from kafkapy.protocol.schema import FACTORY, Field, Spec
@@ -231,7 +232,7 @@ class _Compiler:
         # MISSING makes the class __init__ build a fresh list/struct; scalars and the zero UUID
         # are shared.
         if f.default is FACTORY:
-            return self.const(prim.ZERO_UUID) if f.type == "uuid" and not f.is_array else "_M"
+            return self.const(ZERO_UUID) if f.type == "uuid" and not f.is_array else "_M"
         return self.const(f.default)
 
     def gen_tag_reader(self, out: list[str], tagged: list[tuple[Field, str]]) -> None:
@@ -320,7 +321,7 @@ class _Compiler:
         if f.is_array:
             return self.const(())
         if f.type == "uuid":
-            return self.const(prim.ZERO_UUID)
+            return self.const(ZERO_UUID)
         return self.const({})  # an empty mapping encodes as a struct of defaults
 
     def gen_encoder(self, fname: str, name: str, fields: tuple[Field, ...]) -> None:
@@ -383,7 +384,7 @@ class _Compiler:
             if (f.type in _FIXED or f.type in ("string", "bytes", "records")) and not f.is_array:
                 out.append(f"    if {local} != {self.const(f.default)}:")
             elif f.type == "uuid" and not f.is_array:
-                out.append(f"    if {local} is not None and {local} != {self.const(prim.ZERO_UUID)}:")
+                out.append(f"    if {local} is not None and {local} != {self.const(ZERO_UUID)}:")
             elif f.is_array and f.default is FACTORY:
                 out.append(f"    if {local}:")
             elif f.default is None:

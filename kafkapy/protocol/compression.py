@@ -1,4 +1,4 @@
-"""Record batch compression: the codecs and compressed-batch helpers, in one place. No I/O.
+"""Record batch compression: the codecs, in one place. No I/O.
 
 In a v2 batch only the records section (everything after the 61-byte header) is compressed, as
 one block, with the codec named by the low three attribute bits. The formats are the ones
@@ -28,21 +28,7 @@ from collections.abc import Callable
 from typing import Final
 
 from kafkapy.protocol.errors import CorruptRecordException, InvalidRecordException
-from kafkapy.protocol.record_batch import (
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    CompressionType,
-    Record,
-    compute_crc,
-    decode_records,
-    read_header,
-)
-
-_I16 = struct.Struct(">h")
-_U32 = struct.Struct(">I")
-_LENGTH_OFFSET = 8
+from kafkapy.protocol.record_batch import CompressionType
 
 _XERIAL_HEADER: Final = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK: Final = 32 * 1024  # xerial's default block size
@@ -236,33 +222,3 @@ def decompress(
         raise
     except Exception as e:  # each codec library raises its own error types
         raise CorruptRecordException(f"cannot decompress a {CompressionType(codec).name} batch: {e}") from e
-
-
-def compress_batch(batch: bytes | bytearray | memoryview, codec: int) -> bytearray:
-    """An uncompressed v2 batch (e.g. from `build_batch`) re-encoded with `codec`, CRC updated."""
-    view = memoryview(batch)
-    header = read_header(view)
-    records = compress(codec, view[HEADER_SIZE : header.size])
-    out = bytearray(view[:HEADER_SIZE]) + records
-    _I32.pack_into(out, _LENGTH_OFFSET, len(out) - LOG_OVERHEAD)
-    _I16.pack_into(out, ATTRIBUTES_OFFSET, (header.attributes & ~0x07) | codec)
-    _U32.pack_into(out, CRC_OFFSET, compute_crc(memoryview(out), 0, len(out)))
-    return out
-
-
-def decode_batch_records(
-    buf: bytes | bytearray | memoryview, position: int = 0, max_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES
-) -> list[Record]:
-    """The records of the batch at `position`, compressed or not (absolute offsets/timestamps);
-    a compressed one may inflate to `max_size` bytes at most."""
-    view = memoryview(buf)
-    header = read_header(view, position)
-    if header.compression == CompressionType.NONE:
-        return decode_records(view, position)
-    records = decompress(header.compression, view[position + HEADER_SIZE : position + header.size], max_size)
-    # Rebuild the batch as if it had been written uncompressed, so one record decoder serves
-    # both forms (the CRC is not checked by decode_records, so it is left stale).
-    plain = bytearray(view[position : position + HEADER_SIZE]) + records
-    _I32.pack_into(plain, _LENGTH_OFFSET, len(plain) - LOG_OVERHEAD)
-    _I16.pack_into(plain, ATTRIBUTES_OFFSET, header.attributes & ~0x07)
-    return decode_records(plain)

@@ -109,3 +109,24 @@ def decode_assignment(data: bytes | memoryview) -> Assignment:
         return Assignment(())  # Kafka's coordinator hands out empty bytes to members left out
     m = _decode("ConsumerProtocolAssignment", data)
     return Assignment(_flat(m.assigned_partitions), None if m.user_data is None else bytes(m.user_data))
+
+
+# -- the group coordinator's and the tools' lenient reads -----------------------------------------
+# A member's bytes are the client's business: a coordinator or a tool that cannot parse them
+# treats the member as subscribed to nothing it knows, as Kafka's GroupMetadata does.
+
+
+def subscribed_topics(data: bytes | memoryview) -> set[str] | None:
+    """The topics of a subscription; None if it cannot be parsed."""
+    try:
+        return set(decode_subscription(data).topics)
+    except ProtocolError:
+        return None
+
+
+def assigned_partitions(data: bytes | memoryview) -> list[tuple[str, int]]:
+    """(topic, partition) pairs of an assignment; [] if empty or unparsable."""
+    try:
+        return list(decode_assignment(data).partitions)
+    except ProtocolError:
+        return []

@@ -15,16 +15,10 @@ import enum
 import struct
 from typing import NamedTuple
 
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import CorruptRecordException
-from kafkapy.protocol.record_batch import (
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    NO_PARTITION_LEADER_EPOCH,
-    Attr,
-    build_batch,
-    compute_crc,
-    decode_records,
-)
+from kafkapy.protocol.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, Attr, compute_crc
+from kafkapy.protocol.record_codec import build_batch, decode_records
 
 # version int16 | type int16
 _KEY = struct.Struct(">hh")

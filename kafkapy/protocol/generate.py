@@ -167,13 +167,13 @@ def render(spec: Spec, source: str) -> str:
     ]
     if uses_uuid:
         lines += ["import uuid", ""]
+    if uses_zero_uuid:
+        lines.append("from kafkapy.protocol.constants import ZERO_UUID")
     lines.append(
         "from kafkapy.protocol.message import MISSING, Message"
         if uses_missing
         else "from kafkapy.protocol.message import Message"
     )
-    if uses_zero_uuid:
-        lines.append("from kafkapy.protocol.primitives import ZERO_UUID")
     lines += ["", "__all__ = ["]
     lines += [f"    {_literal(n)}," for n in sorted(names)]
     lines.append("]")

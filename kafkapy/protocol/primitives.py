@@ -12,6 +12,7 @@ import struct
 import uuid
 from typing import Final
 
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import ProtocolError
 
 INT8: Final = struct.Struct(">b")
@@ -22,7 +23,6 @@ UINT16: Final = struct.Struct(">H")
 UINT32: Final = struct.Struct(">I")
 FLOAT64: Final = struct.Struct(">d")
 
-ZERO_UUID: Final = uuid.UUID(int=0)
 _UINT32_MAX: Final = 0xFFFFFFFF
 
 # Lengths and tags below 128 are one byte: nearly every unsigned varint we write.
@@ -49,12 +49,16 @@ def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
     raise ProtocolError("unsigned varint longer than 5 bytes")
 
 
-def _read_zigzag(buf: memoryview | bytes, pos: int, max_bytes: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    end = pos + max_bytes
-    while pos < end:
-        if pos >= len(buf):
+def read_varlong(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
+    """A zigzag-encoded signed varlong of at most 10 bytes.
+
+    The one zigzag reader: the record codec calls it for every length or delta that does not
+    fit one byte, so it is one loop without helpers.
+    """
+    value = shift = 0
+    end = len(buf)
+    while shift < 70:
+        if pos >= end:
             raise ProtocolError("truncated varint")
         b = buf[pos]
         pos += 1
@@ -62,17 +66,15 @@ def _read_zigzag(buf: memoryview | bytes, pos: int, max_bytes: int) -> tuple[int
         if b < 0x80:
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
-    raise ProtocolError(f"varint longer than {max_bytes} bytes")
+    raise ProtocolError("varint longer than 10 bytes")
 
 
 def read_varint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
-    """A zigzag-encoded signed varint of at most 5 bytes (records use these)."""
-    return _read_zigzag(buf, pos, 5)
-
-
-def read_varlong(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
-    """A zigzag-encoded signed varlong of at most 10 bytes."""
-    return _read_zigzag(buf, pos, 10)
+    """A zigzag-encoded signed varint of at most 5 bytes."""
+    value, end = read_varlong(buf, pos)
+    if end - pos > 5:
+        raise ProtocolError("varint longer than 5 bytes")
+    return value, end
 
 
 _ZERO_UUID_BYTES: Final = bytes(16)

@@ -21,23 +21,22 @@ Batch header, 61 bytes, big-endian::
 The CRC starts at `attributes`, so a broker patches baseOffset and partitionLeaderEpoch in
 place without touching it; only LogAppendTime (attributes + maxTimestamp) needs a new CRC.
 
-A record (uncompressed form) is: length varint, attributes int8, timestampDelta varlong,
-offsetDelta varint, keyLength varint, key, valueLength varint, value, headers count varint,
-then per header keyLength varint, key (UTF-8), valueLength varint, value; lengths of -1 mean
-null. Varints are zig-zag encoded. The broker never decodes records on the append path; the
-record codec here serves tests, tools and timestamp lookups.
+The records themselves are record_codec.py's (the one encoder and decoder, shared by the
+broker, the producer and the consumers); the broker never decodes records on the append path.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from enum import IntEnum, IntFlag
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 from crc32c import crc32c
 
+from kafkapy.protocol.constants import (
+    NO_PRODUCER_ID,
+)
 from kafkapy.protocol.errors import (
     CorruptRecordException,
     InvalidRecordException,
@@ -74,11 +73,6 @@ ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
 
 MAGIC_V2 = 2
-NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
 INT32_MAX = 2**31 - 1
 
 _I64 = struct.Struct(">q")
@@ -312,145 +306,3 @@ def set_log_append_time(buf: memoryview, position: int, size: int, timestamp: in
     _I16.pack_into(buf, position + ATTRIBUTES_OFFSET, attributes | _LOG_APPEND_TIME)
     _I64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, timestamp)
     _U32.pack_into(buf, position + CRC_OFFSET, compute_crc(buf, position, size))
-
-
-# -- record codec (tests, tools, timestamp lookups; never the append path) ----------------------
-
-# The smallest record: length, attributes, timestamp delta, offset delta, key length, value
-# length and header count, one byte each.
-MIN_RECORD_SIZE: Final = 7
-
-Header = tuple[str, bytes | None]
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[Header, ...] = ()
-
-
-def build_batch(
-    records: Iterable[tuple[bytes | None, bytes | None, Sequence[Header], int]],
-    *,
-    base_offset: int = 0,
-    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = NO_PRODUCER_EPOCH,
-    base_sequence: int = NO_SEQUENCE,
-    transactional: bool = False,
-    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-) -> bytearray:
-    """An uncompressed v2 batch of (key, value, headers, timestamp) records."""
-    items = list(records)
-    if not items:
-        raise ValueError("a record batch holds at least one record")
-    base_ts = items[0][3]
-    max_ts = max(r[3] for r in items)
-    body = bytearray()
-    for delta, (key, value, headers, ts) in enumerate(items):
-        rec = bytearray(b"\x00")  # record attributes: unused
-        _put_varint(rec, ts - base_ts)
-        _put_varint(rec, delta)
-        _put_bytes(rec, key)
-        _put_bytes(rec, value)
-        _put_varint(rec, len(headers))
-        for hkey, hvalue in headers:
-            _put_bytes(rec, hkey.encode())
-            _put_bytes(rec, hvalue)
-        _put_varint(body, len(rec))
-        body += rec
-    attributes = (Attr.LOG_APPEND_TIME if timestamp_type == TimestampType.LOG_APPEND_TIME else 0) | (
-        Attr.TRANSACTIONAL if transactional else 0
-    )
-    out = bytearray(HEADER_SIZE) + body
-    HEADER.pack_into(
-        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0, attributes,
-        len(items) - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(items),
-    )  # fmt: skip
-    _U32.pack_into(out, CRC_OFFSET, compute_crc(memoryview(out), 0, len(out)))
-    return out
-
-
-def decode_records(buf: memoryview | bytes | bytearray, position: int = 0) -> list[Record]:
-    """The records of the uncompressed batch at `position`, with absolute offsets and timestamps."""
-    view = memoryview(buf)
-    header = read_header(view, position)
-    if header.compression != CompressionType.NONE:
-        raise UnsupportedForMessageFormatException("decode_records reads uncompressed batches only")
-    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
-    pos, end = position + HEADER_SIZE, position + header.size
-    if end > len(view):
-        raise CorruptRecordException(f"Batch of {header.size} bytes is truncated to {len(view) - position}")
-    # The count comes from the wire: a batch claiming 2^31 records in 100 bytes is refused here,
-    # before the loop, since every record takes at least MIN_RECORD_SIZE bytes.
-    if not 0 <= header.records_count <= (end - pos) // MIN_RECORD_SIZE:
-        raise CorruptRecordException(
-            f"Found invalid record count {header.records_count} in magic v2 batch of {header.size} bytes"
-        )
-    out: list[Record] = []
-    for _ in range(header.records_count):
-        length, pos = _get_varint(view, pos)
-        rec_end = pos + length
-        if rec_end > end:
-            raise CorruptRecordException("Record extends past the end of its batch")
-        pos += 1  # record attributes
-        ts_delta, pos = _get_varint(view, pos)
-        offset_delta, pos = _get_varint(view, pos)
-        key, pos = _get_bytes(view, pos)
-        value, pos = _get_bytes(view, pos)
-        n_headers, pos = _get_varint(view, pos)
-        if not 0 <= n_headers <= (rec_end - pos) // 2:  # a header takes two length varints at least
-            raise CorruptRecordException(f"Found invalid number of record headers {n_headers}")
-        headers: list[Header] = []
-        for _ in range(n_headers):
-            hkey, pos = _get_bytes(view, pos)
-            hvalue, pos = _get_bytes(view, pos)
-            headers.append(((hkey or b"").decode(), hvalue))
-        if pos != rec_end:
-            raise CorruptRecordException("Record length does not match its fields")
-        ts = header.max_timestamp if log_append else header.base_timestamp + ts_delta
-        out.append(Record(header.base_offset + offset_delta, ts, key, value, tuple(headers)))
-    if pos != end:
-        raise CorruptRecordException("Batch has bytes after its last record")
-    return out
-
-
-def _put_varint(out: bytearray, value: int) -> None:
-    v = (value << 1) ^ (value >> 63)  # zig-zag, valid for the 64-bit range
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _put_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        _put_varint(out, -1)
-    else:
-        _put_varint(out, len(data))
-        out += data
-
-
-def _get_varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise CorruptRecordException("Malformed varint in record")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _get_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _get_varint(buf, pos)
-    if length < 0:
-        return None, pos
-    if pos + length > len(buf):
-        raise CorruptRecordException("Record field extends past the end of the buffer")
-    return bytes(buf[pos : pos + length]), pos + length

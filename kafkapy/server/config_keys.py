@@ -76,6 +76,11 @@ BROKER_CONFIG = (
             "Most partitions one CreateTopics or CreatePartitions request may ask for, over all its topics")
     .define("kafkapy.request.max.elements", INT, 2000000, at_least(1), LOW,
             "Most array elements one request may decode into, over all its arrays (each is a Python object)")
+    # ---- kafkapy's Prometheus endpoint (Kafka's equivalent is the JMX exporter agent)
+    .define("kafkapy.metrics.port", INT, -1, at_least(-1), MEDIUM,
+            "Port of the Prometheus metrics endpoint (/metrics); -1: no endpoint, 0: any free port")
+    .define("kafkapy.metrics.host", STRING, "0.0.0.0", None, LOW,
+            "Address the Prometheus metrics endpoint binds")
     # ---- General
     .define("broker.id", INT, -1, None, HIGH, "This broker's id; -1 lets the broker generate one from ZooKeeper")
     .define("broker.id.generation.enable", BOOLEAN, True, None, MEDIUM, "Allow broker id generation when broker.id is -1")
@@ -168,6 +173,10 @@ BROKER_CONFIG = (
     .define("replica.fetch.wait.max.ms", INT, 500, None, MEDIUM, "Max wait of a follower fetch")
     .define("replica.fetch.min.bytes", INT, 1, None, MEDIUM, "Min bytes of a follower fetch response")
     .define("replica.fetch.backoff.ms", INT, 1000, at_least(0), MEDIUM, "Follower sleep after a fetch error")
+    .define("quota.window.num", INT, 11, at_least(1), LOW, "Samples kept for client quotas")
+    .define("quota.window.size.seconds", INT, 1, at_least(1), LOW, "Time span of each client quota sample")
+    .define("quota.producer.default", LONG, LONG_MAX, at_least(1), HIGH, "Deprecated static produce byte rate per client id")
+    .define("quota.consumer.default", LONG, LONG_MAX, at_least(1), HIGH, "Deprecated static fetch byte rate per client id")
     .define("replication.quota.window.num", INT, 11, at_least(1), LOW, "Samples kept for replication quotas")
     .define("replication.quota.window.size.seconds", INT, 1, at_least(1), LOW, "Time span of each replication quota sample")
     .define("replica.fetch.response.max.bytes", INT, 10485760, at_least(0), MEDIUM, "Bytes of a whole follower fetch response")

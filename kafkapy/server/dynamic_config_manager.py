@@ -1,9 +1,12 @@
-"""DynamicConfigManager: applies topic and broker config changes announced under /config/changes.
+"""DynamicConfigManager: applies topic, broker and client quota config changes announced under
+/config/changes.
 
 Tools and AlterConfigs write /config/topics/<t> and then a sequential
 /config/changes/config_change_N naming it; every broker watches the change list (never the
 configs themselves, as Kafka does), reads the entities named by notifications it has not yet
-processed, and hands the new LogConfig to the logs of that topic.
+processed, and hands the new LogConfig to the logs of that topic. Quota entities (`users/u`,
+`clients/c`, `users/u/clients/c`) go to the client quota managers (Kafka's UserConfigHandler and
+ClientIdConfigHandler).
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ class DynamicConfigManager:
         zk: Any,
         apply_topic_config: Callable[[str], None],
         apply_broker_config: Callable[[str], None] | None = None,
+        apply_quota_config: Callable[[str], None] | None = None,
     ) -> None:
         self.zk = zk
         self.apply_topic_config = apply_topic_config  # blocking: re-reads the topic's config
         # blocking: re-reads /config/brokers/<id or <default>> (Kafka's BrokerConfigHandler)
         self.apply_broker_config = apply_broker_config
+        # blocking: re-reads the quota entity at this sanitized path ("users/u/clients/c", ...)
+        self.apply_quota_config = apply_quota_config
         self._last_seen = -1
         self._lock = threading.Lock()
 
@@ -76,6 +82,12 @@ class DynamicConfigManager:
                         self.apply_broker_config(name)
                     except Exception:
                         log.exception("Failed to apply config change for broker %s", name)
+                elif entity_type in ("users", "clients") and self.apply_quota_config is not None:
+                    log.info("Processing override for entityPath: %s", entity_path)
+                    try:
+                        self.apply_quota_config(entity_path)
+                    except Exception:
+                        log.exception("Failed to apply config change for entity %s", entity_path)
 
 
 class _ChangesHandler(ZNodeChildChangeHandler):

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.constants import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkapy.protocol.record_batch import iter_batches
-from kafkapy.server.log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, OffsetAndEpoch
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
 
 # v3 is the first that names the asking replica (so a leader answers its followers only);
 # v4 is the flexible encoding.

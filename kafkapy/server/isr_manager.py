@@ -22,7 +22,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.server.metrics.process_metrics import ISR_EXPANDS, ISR_SHRINKS
 from kafkapy.server.partition import Partition, now_ms
 from kafkapy.server.zk.topic_znodes import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartitionStateZNode
 from kafkapy.server.zk.topic_znodes import TopicPartition as ZkTopicPartition
@@ -178,6 +179,7 @@ class IsrManager:
                     p.tp, self.broker_id, lai.zk_version,
                 )  # fmt: skip
         else:
+            (ISR_SHRINKS if len(new_isr) < len(p.isr) else ISR_EXPANDS).inc()
             p.isr = new_isr
             p.partition_epoch = version
             log.info("[Partition %s broker=%d] ISR updated to %s and zkVersion updated to [%d]",

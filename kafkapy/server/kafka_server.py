@@ -21,8 +21,12 @@ from kafkapy.server.dynamic_config_manager import DynamicConfigManager
 from kafkapy.server.log_tasks import LogTasks
 from kafkapy.server.meta_properties import check_and_write_meta_properties
 from kafkapy.server.metadata_cache import MetadataCache
+from kafkapy.server.metrics.http_server import MetricsServer
+from kafkapy.server.metrics.registry import BrokerMetrics
 from kafkapy.server.network.socket_server import ListenerEndpoint, SocketServer
 from kafkapy.server.producer_id_manager import ProducerIdManager
+from kafkapy.server.quota.client_quota_manager import QuotaWindow
+from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
 from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
 from kafkapy.server.security.acl_authorizer import AclAuthorizer
@@ -71,6 +75,8 @@ class KafkaServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.io_executor: Any = None
         self.authorizer: AclAuthorizer | None = None
+        self.metrics = BrokerMetrics(_api_name)
+        self.metrics_server: MetricsServer | None = None
 
     @property
     def log_ident(self) -> str:
@@ -85,6 +91,7 @@ class KafkaServer:
     async def _run(self) -> int:
         loop = asyncio.get_running_loop()
         self._loop = loop
+        self.metrics.watch_loop_thread()  # NetworkProcessorAvgIdlePercent: this thread's CPU clock
         self.io_executor = _executor(self.config)
         loop.set_default_executor(self.io_executor)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -151,10 +158,12 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.broker_id)
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
         self.quotas = ReplicationQuotas.create(self.config, self.dynamic_broker_config)
+        self.client_quotas = _client_quotas(self.config)  # produce/fetch/request quotas, filled from ZooKeeper below
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client,
             leader_quota=self.quotas.leader,
             fetcher_connect=self._inter_broker_connect,
+            topic_stats=self.metrics.topics,
         )
         self.replica_manager.fetcher_manager.quota = self.quotas.follower
         self.log_manager.moves.quota = self.quotas.alter_log_dirs
@@ -177,14 +186,8 @@ class KafkaServer:
         )  # fmt: skip
         self.transaction_coordinator.startup()
         from kafkapy.protocol import framing
-        from kafkapy.protocol.api_keys import ApiKey
 
-        def api_name(key: int) -> str:
-            try:
-                return ApiKey(key).name
-            except ValueError:
-                return f"ApiKey({key})"
-
+        api_name = _api_name
         self.socket_server = SocketServer(
             self.config,
             [
@@ -195,6 +198,7 @@ class KafkaServer:
             framing.parse_request_header,
             api_name,
             listener_security,
+            metrics=self.metrics.requests,
         )
         await self.socket_server.startup()
         self.log_tasks = LogTasks(self.config, self.log_manager, self.replica_manager)
@@ -202,9 +206,12 @@ class KafkaServer:
         self.replica_manager.startup()  # isr-expiration and isr-change-propagation
 
         self.dynamic_config_manager = DynamicConfigManager(
-            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name)
+            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name),
+            lambda path: self.client_quotas.update_entity(self.zk.client, path),
         )
         await loop.run_in_executor(None, self.dynamic_config_manager.startup)
+        # After the change listener is in place, so no change falls between the two.
+        await loop.run_in_executor(None, self.client_quotas.load, zk)
 
         self.registration = BrokerRegistration(self.config, zk, self.broker_id, self.socket_server.bound)
         await loop.run_in_executor(None, self.registration.register)
@@ -221,6 +228,12 @@ class KafkaServer:
             ),
         )
         await loop.run_in_executor(None, self.controller.startup)
+        self.metrics.bind(self)
+        if self.config.kafkapy_metrics_port >= 0:
+            self.metrics_server = MetricsServer(
+                self.config.kafkapy_metrics_host, self.config.kafkapy_metrics_port, self.metrics.registry
+            )
+            await loop.run_in_executor(None, self.metrics_server.start)
         await self._await_cluster_metadata(loop)
         self.apis.start_processing()
         self.state = BrokerState.RunningAsBroker
@@ -395,6 +408,8 @@ class KafkaServer:
         self.state = BrokerState.BrokerShuttingDown
         if self.socket_server is not None:
             await self.socket_server.shutdown()
+        if self.metrics_server is not None:
+            await loop.run_in_executor(None, self.metrics_server.stop)
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.shutdown()
         if self.group_coordinator is not None:
@@ -425,6 +440,15 @@ class KafkaServer:
             )
 
 
+def _api_name(key: int) -> str:
+    from kafkapy.protocol.api_keys import ApiKey
+
+    try:
+        return ApiKey(key).name
+    except ValueError:
+        return f"ApiKey({key})"
+
+
 def _executor(config: Any) -> Any:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -433,3 +457,11 @@ def _executor(config: Any) -> Any:
 
 
 __all__ = ["BrokerState", "KafkaServer"]
+
+
+def _client_quotas(config: Any) -> ClientQuotas:
+    """The produce, fetch and request quota managers from quota.* (Kafka's QuotaFactory)."""
+    window = QuotaWindow(int(config.get("quota.window.num")), float(config.get("quota.window.size.seconds")))
+    return ClientQuotas(
+        QuotaSettings(window, float(config.get("quota.producer.default")), float(config.get("quota.consumer.default")))
+    )

@@ -27,10 +27,10 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_manager import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX
 from kafkapy.server.log.log_segment import LogSegment
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaAlterLogDirsThread")

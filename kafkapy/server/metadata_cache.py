@@ -12,13 +12,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.protocol.constants import LEADER_DURING_DELETE, ZERO_UUID
 from kafkapy.protocol.generated.update_metadata_request import UpdateMetadataRequest
 
 log = logging.getLogger("kafkapy.server.MetadataCache")
-
-# The controller marks a partition of a topic being deleted with this leader id.
-LEADER_DURING_DELETE = -2
-NO_LEADER = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +110,7 @@ class MetadataCache:
         return host, port
 
     def topic_id(self, topic: str) -> uuid.UUID:
-        return self.topic_ids.get(topic, uuid.UUID(int=0))
+        return self.topic_ids.get(topic, ZERO_UUID)
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self.topic_names.get(topic_id)

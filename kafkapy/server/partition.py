@@ -24,6 +24,14 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.constants import (
+    NO_PARTITION_LEADER_EPOCH,
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    UNKNOWN_OFFSET,
+    ZERO_UUID,
+)
 from kafkapy.protocol.errors import (
     FencedLeaderEpochException,
     NotEnoughReplicasAfterAppendException,
@@ -32,19 +40,13 @@ from kafkapy.protocol.errors import (
     UnknownLeaderEpochException,
 )
 from kafkapy.protocol.generated.leader_and_isr_request import LeaderAndIsrPartitionState
-from kafkapy.server.log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, OffsetAndEpoch
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
 
 if TYPE_CHECKING:
     from kafkapy.server.log.log import Log
 
 log = logging.getLogger("kafkapy.cluster.Partition")
 state_change_log = logging.getLogger("state.change.logger")
-
-UNKNOWN_OFFSET = -1
-# RecordBatch.NO_PARTITION_LEADER_EPOCH: a request's current_leader_epoch when the client
-# knows none (older versions, or no metadata epoch yet): never fenced.
-NO_LEADER_EPOCH = -1
 
 
 def now_ms() -> int:
@@ -93,7 +95,7 @@ class Partition:
     local_broker_id: int
     log: Any  # kafkapy.server.log.log.Log
     replica_lag_time_max_ms: int = 30000
-    topic_id: uuid.UUID = field(default_factory=lambda: uuid.UUID(int=0))
+    topic_id: uuid.UUID = ZERO_UUID
     leader_id: int = -1
     leader_epoch: int = -1
     partition_epoch: int = -1  # the zk version of the partition's state znode
@@ -188,7 +190,7 @@ class Partition:
         so a matching epoch costs one integer comparison.
         """
         local = self.leader_epoch
-        if current_leader_epoch == NO_LEADER_EPOCH or current_leader_epoch == local:
+        if current_leader_epoch == NO_PARTITION_LEADER_EPOCH or current_leader_epoch == local:
             return
         error = FencedLeaderEpochException if current_leader_epoch < local else UnknownLeaderEpochException
         raise error(

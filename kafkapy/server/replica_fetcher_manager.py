@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.java_hash import kafka_abs, topic_partition_hash
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.replica_fetcher_thread import (
     BrokerEndPoint,
     FetcherConfig,
@@ -27,21 +28,8 @@ from kafkapy.server.replication_quota import ReplicationQuotaManager
 log = logging.getLogger("kafkapy.server.ReplicaFetcherManager")
 
 
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def fetcher_id(tp: TopicPartition, num_fetchers: int) -> int:
-    value = (31 * java_string_hash(tp.topic) + tp.partition) & 0xFFFFFFFF
-    if value >= 1 << 31:
-        value -= 1 << 32
-    # Kafka's Utils.abs maps Int.MinValue to 0 rather than overflowing.
-    return (0 if value == -(1 << 31) else abs(value)) % max(num_fetchers, 1)
+    return kafka_abs(topic_partition_hash(tp.topic, tp.partition)) % max(num_fetchers, 1)
 
 
 class ReplicaFetcherManager:
@@ -106,6 +94,15 @@ class ReplicaFetcherManager:
                 if thread.partition_count() == 0:
                     thread.initiate_shutdown()
                     del self._fetchers[key]
+
+    def max_lag(self) -> int:
+        """ReplicaFetcherManager MaxLag: the largest follower lag (messages behind the leader's
+        high watermark) over every fetcher. Read by the metrics thread without the fetchers'
+        locks: dicts copied in one step under the GIL, plain attributes read."""
+        lag = 0
+        for thread in list(self._fetchers.values()):
+            lag = max(lag, thread.max_lag())
+        return lag
 
     def fetcher_count(self) -> int:
         with self._lock:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     KafkaError,
@@ -46,7 +47,7 @@ from kafkapy.server.follower_rules import (
     offset_truncation_state,
     out_of_range_action,
 )
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.server.metrics.process_metrics import REPLICATION_BYTES_IN
 from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
@@ -178,6 +179,10 @@ class ReplicaFetcherThread(threading.Thread):
     def partition_count(self) -> int:
         with self._lock:
             return len(self._partitions)
+
+    def max_lag(self) -> int:
+        """The largest lag of this thread's partitions (lock-free: for the metrics thread)."""
+        return max((s.lag or 0 for s in list(self._partitions.values())), default=0)
 
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
         with self._lock:
@@ -422,6 +427,7 @@ class ReplicaFetcherThread(threading.Thread):
         records = follower_records(pd.records, state.fetch_offset)
         if records is not None:
             the_log.append_as_follower(records)
+            REPLICATION_BYTES_IN.inc(len(records))
             state.fetch_offset = the_log.log_end_offset
             if self.quota is not None and self.quota.is_throttled(tp):
                 self.quota.record(len(records))

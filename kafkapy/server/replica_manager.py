@@ -27,11 +27,18 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn
 
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH
 from kafkapy.protocol.errors import (
+    ControllerMovedException,
+    CorruptRecordException,
+    InvalidRecordException,
     KafkaError,
     KafkaStorageException,
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
+    RecordBatchTooLargeException,
+    RecordTooLargeException,
     TimeoutException,
     UnknownTopicOrPartitionException,
     error_code,
@@ -46,9 +53,9 @@ from kafkapy.protocol.generated.leader_and_isr_response import (
 from kafkapy.protocol.generated.stop_replica_request import StopReplicaRequest
 from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from kafkapy.server.isr_manager import IsrManager
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.log_dir_failure_handler import LogDirFailureHandler
-from kafkapy.server.partition import NO_LEADER_EPOCH, Partition
+from kafkapy.server.metrics.meters import BrokerTopicStats
+from kafkapy.server.partition import Partition
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafkapy.server.replica_fetcher_thread import (
@@ -62,8 +69,23 @@ from kafkapy.server.replication_quota import ReplicationQuotaManager
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
 
-STALE_CONTROLLER_EPOCH = 11
-CONSUMER_REPLICA_ID = -1
+STALE_CONTROLLER_EPOCH = ControllerMovedException.code
+# Appends refused for what the records are (BytesRejectedPerSec), not for where they were sent.
+_REJECTED_BYTES_ERRORS = frozenset(
+    (RecordTooLargeException.code, CorruptRecordException.code, InvalidRecordException.code)
+)
+# Kafka's FailedProduceRequestsPerSec leaves out the errors it expects (a client's stale
+# metadata, oversized or corrupt records, a failed disk): it counts unexpected failures.
+_EXPECTED_APPEND_ERRORS = frozenset(
+    (
+        UnknownTopicOrPartitionException.code,
+        NotLeaderOrFollowerException.code,
+        RecordTooLargeException.code,
+        RecordBatchTooLargeException.code,
+        CorruptRecordException.code,
+        KafkaStorageException.code,
+    )
+)
 
 
 @dataclass(slots=True)
@@ -111,8 +133,11 @@ class ReplicaManager:
         zk: Callable[[], Any] | None = None,
         leader_quota: ReplicationQuotaManager | None = None,
         fetcher_connect: Callable[..., Any] | None = None,
+        topic_stats: BrokerTopicStats | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # BrokerTopicMetrics, bumped once per produced partition (never per record), on the loop.
+        self.topic_stats = topic_stats if topic_stats is not None else BrokerTopicStats()
         # Leader-side replication throttle (Kafka's quotas.leader); None: never throttle.
         self.leader_quota = leader_quota
         self.log_manager = log_manager
@@ -301,9 +326,14 @@ class ReplicaManager:
                     StopReplicaPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=0)
                 )
         self.fetcher_manager.shutdown_idle_fetcher_threads()
+        # A topic this broker no longer hosts loses its BrokerTopicMetrics, as in Kafka (the
+        # all-topics counters keep what it counted).
+        hosted = {tp.topic for tp in self.partitions}
+        for topic in {ts.topic_name for ts in request.topic_states} - hosted:
+            self.topic_stats.remove_topic(topic)
         return StopReplicaResponse(error_code=0, partition_errors=out)
 
-    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_LEADER_EPOCH) -> Partition:
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> Partition:
         """The partition if this broker leads it in the request's leader epoch (KIP-320).
 
         Partition.local_log_with_epoch inlined: the fetch path runs this for every partition,
@@ -356,7 +386,10 @@ class ReplicaManager:
         commits), which may hold control batches and carry no sequence numbers."""
         results: dict[TopicPartition, ProduceResult] = {}
         partitions = self.partitions
+        topic_stats = self.topic_stats
         for tp, records in entries:
+            stats = topic_stats.topics.get(tp.topic) or topic_stats.topic(tp.topic)
+            stats.total_produce_requests += 1
             try:
                 partition = partitions.get(tp)
                 if partition is None or not partition.is_leader:
@@ -365,8 +398,14 @@ class ReplicaManager:
                 results[tp] = ProduceResult(
                     0, info.first_offset, info.log_append_time, info.log_start_offset, None, info.last_offset
                 )
+                stats.bytes_in += len(records)
+                stats.messages_in += info.num_messages
                 self.fetch_purgatory.check_and_complete(tp)
             except KafkaError as e:
+                if e.code not in _EXPECTED_APPEND_ERRORS:
+                    stats.failed_produce_requests += 1
+                if e.code in _REJECTED_BYTES_ERRORS:
+                    stats.bytes_rejected += len(records)
                 results[tp] = ProduceResult(e.code, -1, -1, -1, e.message)
             except OSError as e:
                 log.error("Error appending to %s", tp, exc_info=e)
@@ -517,7 +556,7 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
             return -1
-        if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_LEADER_EPOCH:
+        if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_PARTITION_LEADER_EPOCH:
             return -1
         the_log = partition.log
         if replica_id >= 0:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 
 UNBOUNDED = float(2**63 - 1)  # Kafka's default rate: Long.MaxValue
 ALL_REPLICAS = "*"
@@ -55,13 +55,24 @@ class Rate:
         if not self._samples:
             return 0.0
         total = sum(value for _, value in self._samples)
+        elapsed = self._window_size(now)
+        return total / elapsed if elapsed > 0 else 0.0
+
+    def window_size(self, now: float | None = None) -> float:
+        """Seconds the rate is measured over (Kafka's Rate.windowSize): the client quotas'
+        throttle time is a fraction of it."""
+        now = self._clock() if now is None else now
+        self._purge(now)
+        return self._window_size(now)
+
+    def _window_size(self, now: float) -> float:
         window = self._config.window_size_s
-        elapsed = now - self._samples[0][0]
+        elapsed = now - self._samples[0][0] if self._samples else 0.0
         full_windows = int(elapsed // window)
         # A young measurement counts as samples-1 full windows (Kafka's Rate.windowSize).
         if full_windows < self._config.num_windows - 1:
             elapsed += (self._config.num_windows - 1 - full_windows) * window
-        return total / elapsed if elapsed > 0 else 0.0
+        return elapsed
 
     def _purge(self, now: float) -> None:
         horizon = self._config.num_windows * self._config.window_size_s

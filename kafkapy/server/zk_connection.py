@@ -66,6 +66,11 @@ class ZooKeeperConnection:
         self.embedded = ZooKeeperProcess(props, log_dir=os.environ.get("LOG_DIR") or data_dir, detach=True)
         self.embedded.start()
 
+    def session_state(self) -> str:
+        """Kafka's SessionExpireListener SessionState (read by the metrics thread)."""
+        client = self.client
+        return client.session_state if client is not None else "CLOSED"
+
     def on_new_session(self, callback: Callable[[], None]) -> None:
         self._new_session_callbacks.append(callback)
 

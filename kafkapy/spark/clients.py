@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from kafkapy.client.cluster import TopicPartition as ClientTP
 from kafkapy.client.consumer import EARLIEST, LATEST, ConsumerRecord, SimpleConsumer
 from kafkapy.client.network_client_utils import await_metadata
+from kafkapy.common.topic_partition import TopicPartition as ClientTP
 from kafkapy.producer import KafkaProducer
 from kafkapy.protocol.errors import TimeoutException
 

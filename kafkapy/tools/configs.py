@@ -14,8 +14,12 @@ AlterConfigs (brokers); through --zookeeper it writes /config/<entity-type>/<nam
 /config/changes notification. Output lines are Kafka's. A bad command line or config prints
 Kafka's message on stderr and exits 1 with nothing changed; a failure the broker reports prints
 "Error while executing config command with args '...'" and the error, as Kafka does.
-Not in kafkapy: broker-loggers, <user, client> pairs, SCRAM credentials, client quotas through
---bootstrap-server (kafkapy serves no DescribeClientQuotas/AlterClientQuotas).
+Client quotas (users, clients, or a user's client id: `--entity-type users --entity-name u
+--entity-type clients --entity-name c`) go through DescribeClientQuotas / AlterClientQuotas with
+--bootstrap-server, as Kafka 2.6+ does, and through /config/users and /config/clients with
+--zookeeper. A user's SCRAM credentials (`--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'`,
+`--delete-config SCRAM-SHA-256`) go through AlterUserScramCredentials (salted by the tool) or
+straight into /config/users/<user>. Not in kafkapy: broker-loggers, ips.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from kafkapy.client.admin import AdminClient
 from kafkapy.protocol.errors import InvalidConfigurationException, KafkaError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.command_line import run_command
-from kafkapy.tools.configs_cmd import admin_actions, zk_actions
+from kafkapy.tools.configs_cmd import admin_actions, quota_options, zk_actions
 from kafkapy.tools.configs_cmd.options import CommandError, Options, check_args, resolve_entity
 
 PROG = "kafkapy-configs"
@@ -142,6 +146,7 @@ _ARGS: list[str] = []  # the command line, for Kafka's "Error while executing" l
 
 def main(argv: Sequence[str] | None = None) -> None:
     _ARGS[:] = list(sys.argv[1:] if argv is None else argv)
+    quota_options.COMMAND_LINE[:] = _ARGS
     run_command(command, PROG, argv, usage_if_no_args=True, purpose=_PURPOSE)
 
 

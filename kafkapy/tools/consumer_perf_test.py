@@ -21,9 +21,9 @@ from typing import Any
 
 import click
 
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer import ConsumerRecord, SimpleConsumer
 from kafkapy.client.consumer_coordinator import group_kwargs
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.tools.properties_args import load_config
 
 HEADER = "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec"

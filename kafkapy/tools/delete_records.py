@@ -29,8 +29,8 @@ import click
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.records_deletion import delete_records
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaError
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.tools import kafka_json as kj
 from kafkapy.tools.command_line import run_command
 

@@ -15,20 +15,18 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from kafkapy.protocol.compression import decode_batch_records
+from kafkapy.protocol.constants import NO_SEQUENCE, NO_TIMESTAMP
 from kafkapy.protocol.record_batch import (
     HEADER_SIZE,
     MIN_RECORD_OVERHEAD,
-    NO_SEQUENCE,
-    NO_TIMESTAMP,
     BatchHeader,
     CompressionType,
-    Record,
     TimestampType,
     compute_crc,
     increment_sequence,
     read_header,
 )
+from kafkapy.protocol.record_codec import Record, decode_batch_records
 from kafkapy.server.log.abstract_index import CorruptIndexException
 from kafkapy.server.log.producer_state import ProducerStateEntry
 from kafkapy.server.log.producer_state_snapshot import CorruptSnapshotException, read_snapshot_file

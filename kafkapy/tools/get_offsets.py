@@ -20,10 +20,9 @@ import click
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import LATEST_TIMESTAMP
 from kafkapy.tools.command_line import run_command
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 _PURPOSE = "An interactive shell for getting topic offsets."
 _HOST_PORT = re.compile(r"^[^:,\s]+:\d+$")

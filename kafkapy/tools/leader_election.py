@@ -25,9 +25,9 @@ import click
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.elections import elect_leaders
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import ElectionNotNeededException, KafkaError, TimeoutException
 from kafkapy.server.controller.events import ElectionType
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.tools import kafka_json as kj
 from kafkapy.tools.command_line import run_command
 

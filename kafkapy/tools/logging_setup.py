@@ -8,10 +8,16 @@ out:
                      server.log with additivity=false; we keep it in so one file tells the
                      whole story of a single-broker cluster)
   state-change.log   logger "state.change.logger", only there (one line per partition change)
-  kafka-request.log  logger "kafka.request.logger", WARN, only there
+  kafka-request.log  logger "kafka.request.logger", WARN, only there (DEBUG: one "Completed
+                     request:" line per request; TRACE: with the request's contents)
   log-cleaner.log    logger "kafkapy.log.LogCleaner", only there
 plus stdout (which -daemon redirects to kafkaServer.out). Files roll every hour to
-<name>.YYYY-MM-DD-HH like Kafka's DailyRollingFileAppender, and are never deleted by us.
+<name>.YYYY-MM-DD-HH like Kafka's DailyRollingFileAppender.
+
+Kafka's config/log4j.properties is kafkapy's config/logging.yaml (logging_config.py): levels per
+logger (TRACE included) and how many rolled files to keep, and for how long; rolled files past
+either bound are deleted at each roll. Read from $KAFKAPY_LOG_CONFIG, else logging.yaml beside
+server.properties (Kafka's KAFKA_LOG4J_OPTS / -Dlog4j.configuration equivalent).
 Line format: `[2024-01-01 12:00:00,123] INFO message (logger.name)`.
 """
 
@@ -20,9 +26,13 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import re
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from kafkapy.tools.logging_config import LoggingConfig, Retention
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 _HOUR = 3600
@@ -63,16 +73,56 @@ class KafkaFormatter(logging.Formatter):
             record.levelname = original
 
 
-class HourlyRollingFileHandler(logging.handlers.TimedRotatingFileHandler):
-    """Rolls at the top of each hour to <file>.YYYY-MM-DD-HH and keeps every rolled file."""
+_ROLLED_SUFFIX = re.compile(r"^\d{4}-\d{2}-\d{2}-\d{2}$")
 
-    def __init__(self, filename: str | os.PathLike[str]) -> None:
+
+class HourlyRollingFileHandler(logging.handlers.TimedRotatingFileHandler):
+    """Rolls at the top of each hour to <file>.YYYY-MM-DD-HH; after each roll, deletes the rolled
+    files beyond `retention` (the most kept, the oldest age), oldest first."""
+
+    def __init__(self, filename: str | os.PathLike[str], retention: Retention | None = None) -> None:
         super().__init__(filename, when="H", interval=1, backupCount=0, encoding="utf-8", delay=False)
         self.suffix = "%Y-%m-%d-%H"
+        self.retention = retention or Retention()
 
     def computeRollover(self, currentTime: int) -> int:  # noqa: N802 - overrides the stdlib name
         # The stdlib rolls an hour after start-up; log4j rolls on the hour.
         return (int(currentTime) // _HOUR + 1) * _HOUR
+
+    def doRollover(self) -> None:  # noqa: N802 - overrides the stdlib name
+        super().doRollover()
+        self.delete_expired()
+
+    def rolled_files(self) -> list[Path]:
+        """This log's rolled files, oldest first (their suffix sorts by time)."""
+        base = Path(self.baseFilename)
+        prefix = base.name + "."
+        return sorted(
+            p for p in base.parent.glob(prefix + "*") if _ROLLED_SUFFIX.match(p.name[len(prefix) :])
+        )
+
+    def delete_expired(self, now: float | None = None) -> list[Path]:
+        """Delete rolled files past the count or the age bound; returns what was deleted."""
+        rolled = self.rolled_files()
+        doomed: list[Path] = []
+        keep = self.retention.max_rolled_files
+        if keep >= 0 and len(rolled) > keep:
+            doomed = rolled[: len(rolled) - keep]
+        max_age_s = self.retention.max_age_hours * _HOUR
+        if max_age_s >= 0:
+            now = time.time() if now is None else now
+            for p in rolled[len(doomed) :]:
+                try:
+                    if now - p.stat().st_mtime > max_age_s:
+                        doomed.append(p)
+                except FileNotFoundError:
+                    continue
+        for p in doomed:
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+        return doomed
 
 
 def project_root() -> Path | None:
@@ -92,21 +142,31 @@ def default_log_dir() -> Path:
 
 
 def setup_logging(
-    log_dir: str | os.PathLike[str] | None = None, *, console: bool = True, level: int = logging.INFO
+    log_dir: str | os.PathLike[str] | None = None,
+    *,
+    console: bool = True,
+    level: int = logging.INFO,
+    config: LoggingConfig | None = None,
 ) -> Path:
-    """Installs Kafka's log files (and stdout); safe to call again (replaces what it installed)."""
+    """Installs Kafka's log files (and stdout); safe to call again (replaces what it installed).
+    `config` (config/logging.yaml) sets per-logger levels and the rolled files' retention."""
     directory = Path(log_dir).absolute() if log_dir is not None else default_log_dir()
     directory.mkdir(parents=True, exist_ok=True)
     formatter = KafkaFormatter()
+    retention = config.retention if config is not None else Retention()
     for spec in LOG_FILES:
         logger = logging.getLogger(spec.logger or None)
         _remove_ours(logger)
-        handler = HourlyRollingFileHandler(directory / spec.file_name)
+        handler = HourlyRollingFileHandler(directory / spec.file_name, retention)
         handler.setFormatter(formatter)
         handler._kafkapy = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
         logger.setLevel(level if spec.logger == "" else max(spec.level, level))
         logger.propagate = spec.propagate
+        handler.delete_expired()  # what a previous run left past the bounds
+    if config is not None:
+        for name, logger_level in config.levels.items():
+            logging.getLogger(name or None).setLevel(logger_level)
     if console:
         stream = logging.StreamHandler(sys.stdout)
         stream.setFormatter(formatter)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import click
 from kazoo.exceptions import NodeExistsError
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.command_line import run_command

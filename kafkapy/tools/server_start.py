@@ -18,6 +18,8 @@ import click
 
 from kafkapy.server.config import ConfigException, KafkaConfig
 from kafkapy.server.properties import PropertiesError
+from kafkapy.tools.logging_config import LoggingConfigError
+from kafkapy.tools.logging_config import load as load_logging_config
 from kafkapy.tools.logging_setup import default_log_dir, setup_logging
 
 PROG = "kafkapy-server-start"
@@ -43,9 +45,15 @@ def main(daemon: bool, overrides: tuple[str, ...], config_file: Path) -> None:
     except (ConfigException, PropertiesError) as e:
         click.echo(f"{PROG}: {e}", err=True)
         sys.exit(1)
+    try:
+        # Kafka's log4j.properties: $KAFKAPY_LOG_CONFIG, else logging.yaml beside the config file.
+        logging_config = load_logging_config(config_file)
+    except LoggingConfigError as e:
+        click.echo(f"{PROG}: {e}", err=True)
+        sys.exit(1)
     if daemon:
         sys.exit(_start_daemon(config_file, overrides))
-    setup_logging(default_log_dir(), console=True)
+    setup_logging(default_log_dir(), console=True, config=logging_config)
     _raise_open_files_limit()
     for key in config.unknown_keys:
         log.warning("The configuration '%s' was supplied but isn't a known config.", key)

@@ -25,7 +25,7 @@ from typing import Any
 
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.protocol.schema import Field, get_spec
 
 CAPTURED = Path(__file__).resolve().parent.parent / "data" / "captured"

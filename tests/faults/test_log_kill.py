@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from kafkapy.protocol.record_batch import build_batch, decode_records, iter_batches, validate_records
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.record_batch import iter_batches, validate_records
+from kafkapy.protocol.record_codec import build_batch, decode_records
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_manager import LogManager
-from kafkapy.server.log.topic_partition import TopicPartition
 
 TP = TopicPartition("kill-test", 0)
 
@@ -24,7 +25,7 @@ CHILD = textwrap.dedent(
     from kafkapy.protocol.record_batch import build_batch
     from kafkapy.server.log.log_config import LogConfig
     from kafkapy.server.log.log_manager import LogManager
-    from kafkapy.server.log.topic_partition import TopicPartition
+    from kafkapy.common.topic_partition import TopicPartition
 
     log_dir, side_file = sys.argv[1], sys.argv[2]
     manager = LogManager([log_dir], LogConfig(segment_bytes=256 * 1024, index_interval_bytes=1024))

@@ -225,7 +225,7 @@ def test_consumer_perf_test_with_a_group_subscribes_and_commits(
     assert fields[4] == "400"
     consumer = SimpleConsumer(bootstrap, group_id=group)
     try:
-        from kafkapy.client.cluster import TopicPartition
+        from kafkapy.common.topic_partition import TopicPartition
 
         committed = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)])
     finally:

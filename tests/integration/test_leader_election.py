@@ -21,9 +21,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import ElectionNotNeededException, EligibleLeadersNotAvailableException
 from kafkapy.server.controller.events import ElectionType
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.testing import KafkapyCluster
 from kafkapy.tools.leader_election import AdminCommandFailedError, parse_election_data, report
 

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.testing import KafkapyCluster
 from kafkapy.tools.preferred_replica_election import elect_preferred_leaders, parse_election_data

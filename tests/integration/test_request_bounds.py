@@ -25,7 +25,7 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     for_code,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.testing import KafkapyCluster
 
 # Refusing a request allocates next to nothing; 20 MB leaves room for the allocator's noise.

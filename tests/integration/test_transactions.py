@@ -109,8 +109,8 @@ def test_commit_abort_commit_read_committed_sees_only_committed(cluster: Kafkapy
     assert consume(cluster, "txn", "read_committed", 100) == first + second
     assert consume(cluster, "txn", "read_uncommitted", 150) == first + aborted + second
     # kafkapy's own consumer drops the aborted batches with the fetch's aborted_transactions.
-    from kafkapy.client.cluster import TopicPartition as OurTopicPartition
     from kafkapy.client.consumer import SimpleConsumer
+    from kafkapy.common.topic_partition import TopicPartition as OurTopicPartition
 
     for isolation, expected in (("read_committed", first + second), ("read_uncommitted", first + aborted + second)):
         ours = SimpleConsumer(cluster.bootstrap_servers, isolation_level=isolation, auto_offset_reset="earliest")
@@ -288,7 +288,7 @@ def test_transactions_tool_shows_an_open_transaction(cluster: KafkapyCluster) ->
 
 
 def test_kafkapy_producer_transactions(cluster: KafkapyCluster) -> None:
-    from kafkapy.client.cluster import TopicPartition as OurTopicPartition
+    from kafkapy.common.topic_partition import TopicPartition as OurTopicPartition
     from kafkapy.producer import KafkaProducer
 
     p = KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "own-1"})

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -24,7 +25,6 @@ from kafkapy.server.apis.elect_leaders import handle_elect_leaders
 from kafkapy.server.apis.records import handle_delete_records
 from kafkapy.server.controller.events import ElectionType
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.metadata_cache import PartitionMetadata
 from kafkapy.server.partition import Partition
 from kafkapy.server.purgatory import DelayedOperationPurgatory

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import InvalidReplicaAssignmentException, NotControllerException
@@ -15,7 +16,6 @@ from kafkapy.server.apis.reassignments import (
     handle_list_partition_reassignments,
 )
 from kafkapy.server.controller.leader_and_isr import ReplicaAssignment
-from kafkapy.server.log.topic_partition import TopicPartition
 
 ALTER, LIST = ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS
 

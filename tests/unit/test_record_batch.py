@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafkapy.protocol import record_batch as rb
+from kafkapy.protocol import record_codec as rc
 from kafkapy.protocol.errors import (
     CorruptRecordException,
     InvalidRecordException,
@@ -16,7 +17,7 @@ from kafkapy.protocol.errors import (
 
 
 def batch(n: int = 3, **kwargs: object) -> bytearray:
-    return rb.build_batch(
+    return rc.build_batch(
         [(b"k%d" % i, b"value-%d" % i, [("h", b"x")], 1_000 + i) for i in range(n)], **kwargs
     )  # type: ignore[arg-type]
 
@@ -35,7 +36,7 @@ def test_built_batch_matches_kafka_python_bytes_except_leader_epoch() -> None:
     builder.append(0, 1000, b"k", b"v", [("h", b"x")])
     builder.append(1, 1005, None, b"vv", [])
     theirs = bytes(builder.build())
-    ours = rb.build_batch(
+    ours = rc.build_batch(
         [(b"k", b"v", [("h", b"x")], 1000), (None, b"vv", [], 1005)],
         producer_id=7, producer_epoch=1, base_sequence=5, partition_leader_epoch=0,
     )  # fmt: skip
@@ -52,12 +53,12 @@ record = st.tuples(
 
 @given(records=st.lists(record, min_size=1, max_size=20), base_offset=st.integers(0, 2**40))
 def test_build_then_decode_round_trips_every_field(records: list, base_offset: int) -> None:
-    data = rb.build_batch(records, base_offset=base_offset)
+    data = rc.build_batch(records, base_offset=base_offset)
     header = rb.read_header(data)
     assert header.size == len(data)
     assert header.records_count == len(records)
     assert header.max_timestamp == max(r[3] for r in records)
-    decoded = rb.decode_records(data)
+    decoded = rc.decode_records(data)
     assert [(r.key, r.value, list(r.headers), r.timestamp) for r in decoded] == [
         (k, v, list(h), ts) for k, v, h, ts in records
     ]
@@ -163,7 +164,7 @@ def test_log_append_time_sets_flag_max_timestamp_and_a_fresh_crc() -> None:
     [(_, header)] = rb.validate_records(memoryview(data), None)
     assert header.timestamp_type == rb.TimestampType.LOG_APPEND_TIME
     assert header.max_timestamp == 99_999
-    assert {r.timestamp for r in rb.decode_records(data)} == {99_999}
+    assert {r.timestamp for r in rc.decode_records(data)} == {99_999}
 
 
 def test_sequence_numbers_wrap_after_int32_max() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.message import MISSING, Message
-from kafkapy.protocol.primitives import ZERO_UUID
 
 __all__ = [
     "LeaderAndIsrPartitionError",

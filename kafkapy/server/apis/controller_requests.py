@@ -53,7 +53,7 @@ def _update_transaction_coordinator(
 ) -> None:
     """Load the __transaction_state partitions we now lead, with their leader epoch as the
     coordinator epoch of the markers we send for them; unload those we stopped leading."""
-    from kafkapy.server.log.topic_partition import TopicPartition
+    from kafkapy.common.topic_partition import TopicPartition
     from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
     tc = apis.server.transaction_coordinator
@@ -78,8 +78,8 @@ def _update_group_coordinator(
     apis: KafkaApis, body: LeaderAndIsrRequest, response: LeaderAndIsrResponse
 ) -> None:
     """Load the groups of __consumer_offsets partitions we now lead; unload those we stopped leading."""
+    from kafkapy.common.topic_partition import TopicPartition
     from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
-    from kafkapy.server.log.topic_partition import TopicPartition
 
     gc = apis.server.group_coordinator
     if gc is None or response.error_code:

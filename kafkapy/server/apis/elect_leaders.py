@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections import defaultdict
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     ClusterAuthorizationException,
@@ -31,7 +32,6 @@ from kafkapy.protocol.generated.elect_leaders_response import (
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.controller.events import ElectionType
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation

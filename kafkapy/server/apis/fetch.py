@@ -21,11 +21,17 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    FencedLeaderEpochException,
     FetchSessionIdNotFoundException,
+    KafkaStorageException,
+    NotLeaderOrFollowerException,
+    OffsetOutOfRangeException,
     TopicAuthorizationException,
+    UnknownLeaderEpochException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
@@ -33,13 +39,22 @@ from kafkapy.protocol.fetch import Segment
 from kafkapy.protocol.generated.fetch_request import FetchRequest
 from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
 from kafkapy.server.security.acl import Operation, ResourceType
 
-ZERO_UUID = uuid.UUID(int=0)
+# Kafka's FailedFetchRequestsPerSec leaves these out: a client's stale view, not a broker failure.
+_EXPECTED_FETCH_ERRORS = frozenset(
+    (
+        UnknownTopicOrPartitionException.code,
+        NotLeaderOrFollowerException.code,
+        OffsetOutOfRangeException.code,
+        FencedLeaderEpochException.code,
+        UnknownLeaderEpochException.code,
+        KafkaStorageException.code,
+    )
+)
 
 
 @dataclass(slots=True)
@@ -96,6 +111,13 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
         _authorize(apis, request, wanted, replica_id)
     # Kafka's KafkaApis: min(request's max_bytes (Int.MaxValue before v3), fetch.max.bytes).
     max_bytes = min(body.max_bytes if version >= 3 else 2**31 - 1, apis.config.fetch_max_bytes)
+    if replica_id < 0 and apis.client_quotas.fetch.enabled:
+        # No more than the quota allows over the window in one response (Kafka's maxQuotaWindowBytes).
+        window_bytes = apis.client_quotas.fetch.max_value_in_quota_window(
+            apis.quota_user(request), header.client_id or ""
+        )
+        if window_bytes is not None:
+            max_bytes = max(1, min(max_bytes, int(window_bytes)))
     isolation = body.isolation_level if version >= 4 else 0
     if replica_id >= 0 and version >= 5:
         # Followers report their log start offsets: DeleteRecords waits for them.
@@ -106,7 +128,7 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     total = sum(r.size for r in results.values())
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
     if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
-        return _encode(request, version, wanted, 0, results)
+        return _respond(apis, request, version, wanted, replica_id, results)
     return _delayed(apis, request, version, body, wanted, replica_id, isolation, max_bytes)
 
 
@@ -157,7 +179,29 @@ async def _delayed(
     # The request buffer may have been reused while we waited; `wanted` holds plain values.
     # A follower's position was recorded when the request arrived; reading again is not a fetch.
     results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
-    return _encode(request, version, wanted, 0, results)
+    return _respond(apis, request, version, wanted, replica_id, results)
+
+
+def _count(apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dict[TopicPartition, FetchResult]) -> None:
+    """BrokerTopicMetrics of one answered fetch, per partition as Kafka counts them: a consumer's
+    bytes are BytesOut of the topic, a follower's are ReplicationBytesOut."""
+    topic_stats = apis.replica_manager.topic_stats
+    follower = replica_id >= 0
+    for w in wanted:
+        if w.topic is None or w.error_code:
+            continue  # an unknown topic gets no metrics (a client must not grow them at will)
+        stats = topic_stats.topics.get(w.topic) or topic_stats.topic(w.topic)
+        stats.total_fetch_requests += 1
+        r = results.get(TopicPartition(w.topic, w.partition))
+        if r is None:
+            continue
+        if r.error_code and r.error_code not in _EXPECTED_FETCH_ERRORS:
+            stats.failed_fetch_requests += 1
+        if r.size:
+            if follower:
+                topic_stats.all.replication_bytes_out += r.size
+            else:
+                stats.bytes_out += r.size
 
 
 def _read(
@@ -177,6 +221,33 @@ def _read(
         replica_id, isolation, max_bytes, ranges, update_follower_state
     )
     return results
+
+
+def _respond(
+    apis: KafkaApis,
+    request: Request,
+    version: int,
+    wanted: list[_Wanted],
+    replica_id: int,
+    results: dict[TopicPartition, FetchResult],
+) -> list[Any]:
+    """The response, unless the client is over its quota: then (Kafka 2.x, KIP-219) an empty
+    response carrying the throttle time, and the bytes it would have had are not counted."""
+    _count(apis, wanted, replica_id, results)
+    response = _encode(request, version, wanted, 0, results)
+    if replica_id >= 0:
+        return response  # followers are bounded by the replication quotas instead
+    quota = apis.client_quotas.fetch
+    user, client_id = apis.quota_user(request), request.header.client_id or ""
+    size = fetch_codec.total_size(response) if quota.enabled else 0
+    bandwidth_ms = quota.record_and_get_throttle_time_ms(user, client_id, size) if size else 0
+    throttle_ms = max(bandwidth_ms, apis.request_throttle_time_ms(request))
+    if not throttle_ms:
+        return response
+    apis.throttle(request, throttle_ms)
+    if size:
+        quota.unrecord(user, client_id, size)
+    return fetch_codec.encode_fetch_response(version, request.header.correlation_id, [], throttle_time_ms=throttle_ms)
 
 
 def _encode(

@@ -26,6 +26,7 @@ from kafkapy.protocol.errors import (
     GroupAuthorizationException,
     InvalidRequestException,
     KafkaError,
+    TopicExistsException,
     TransactionalIdAuthorizationException,
 )
 from kafkapy.protocol.generated.delete_groups_request import DeleteGroupsRequest
@@ -93,7 +94,7 @@ def _create_offsets_topic(apis: KafkaApis) -> None:
         )
         log.info("Created %s with replication factor %d", GROUP_METADATA_TOPIC_NAME, rf)
     except KafkaError as e:
-        if e.code != 36:  # TOPIC_ALREADY_EXISTS: another broker or request got there first
+        if e.code != TopicExistsException.code:  # another broker or request got there first
             raise
 
 

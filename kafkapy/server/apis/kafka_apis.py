@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,9 @@ from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, advertised_ver
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.message import Message
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.quota.client_quota_manager import QuotaWindow
+from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
+from kafkapy.server.quota.throttling import QUOTA_EXEMPT_APIS
 
 if TYPE_CHECKING:
     from kafkapy.server.kafka_server import KafkaServer
@@ -42,6 +46,8 @@ class Handler:
 
 
 HANDLERS: dict[int, Handler] = {}
+# The quota window a bare KafkaApis (tests without a broker) gets: Kafka's defaults.
+_NO_WINDOW = QuotaWindow(11, 1.0)
 
 # What a starting broker processes before it serves clients: the controller's requests (Kafka's
 # control plane) and ApiVersions, which only describes us. Everything else waits for
@@ -71,6 +77,7 @@ class KafkaApis:
         from kafkapy.server.apis import (  # noqa: F401
             acls,
             api_versions,
+            client_quotas,
             cluster,
             configs,
             controller_requests,
@@ -105,6 +112,11 @@ class KafkaApis:
         # must not be answered from an empty metadata cache (controller -1, no brokers): the
         # admin clients of librdkafka then wait their whole timeout "for controller".
         self._starting: asyncio.Event | None = asyncio.Event()
+        # Produce/fetch byte rates and request percentages (server/quota); a broker always has
+        # them, a bare test server gets empty (disabled) ones.
+        quotas = getattr(server, "client_quotas", None)
+        self.client_quotas: ClientQuotas = quotas if quotas is not None else ClientQuotas(QuotaSettings(_NO_WINDOW))
+        self._request_quota = self.client_quotas.request
 
     def start_processing(self) -> None:
         """Serve every API from now on, and the requests that waited for start-up (on the loop)."""
@@ -133,6 +145,33 @@ class KafkaApis:
     def zk(self) -> Any:
         return self.server.zk.client
 
+    # -- quotas (Kafka's QuotaManagers, KIP-13/55/124/219) -------------------------------------
+
+    @staticmethod
+    def quota_user(request: Request) -> str:
+        """The user quotas know the request's sender by: its principal's name (ANONYMOUS
+        without authentication), as Kafka's sanitized session user."""
+        return request.principal.name
+
+    def request_throttle_time_ms(self, request: Request) -> int:
+        """Record the time this request kept the loop busy against its request_percentage quota
+        (Kafka's ClientRequestQuotaManager); the throttle time it earns. Recorded once."""
+        if not (request.loop_start_ns or request.loop_ns):
+            return 0
+        ns = request.loop_ns
+        if request.loop_start_ns:
+            ns += time.perf_counter_ns() - request.loop_start_ns
+        request.loop_start_ns = request.loop_ns = 0
+        # A percentage of one second of the loop (Kafka's nanosToPercentage).
+        return self._request_quota.record_and_get_throttle_time_ms(
+            self.quota_user(request), request.header.client_id or "", ns * 1e-7
+        )
+
+    def throttle(self, request: Request, throttle_ms: int) -> None:
+        """Have the Processor mute (or delay) this connection for `throttle_ms` (KIP-219)."""
+        if throttle_ms > request.throttle_time_ms:
+            request.throttle_time_ms = throttle_ms
+
     def handle(self, request: Request) -> Any:
         header = request.header
         route = self._routes.get(header.api_key)
@@ -146,6 +185,8 @@ class KafkaApis:
             kept = dataclasses.replace(request, buffer=memoryview(bytes(request.buffer)))
             return self._after_startup(kept, self._starting)
         handler = route[0]
+        if self._request_quota.enabled and header.api_key not in QUOTA_EXEMPT_APIS:
+            request.loop_start_ns = time.perf_counter_ns()
         if handler.raw:
             result = handler.fn(self, request)
             if result is None or isinstance(result, bytes | bytearray):
@@ -160,11 +201,17 @@ class KafkaApis:
             )
             result = handler.fn(self, request, body)
         if inspect.isawaitable(result):
+            if request.loop_start_ns:
+                # Waiting (a long poll, a join) is not time on the loop: pause the measurement.
+                request.loop_ns += time.perf_counter_ns() - request.loop_start_ns
+                request.loop_start_ns = 0
             return self._finish(request, result, handler.raw)
         return result if handler.raw else self.frame(request, result)
 
     async def _finish(self, request: Request, pending: Any, raw: bool) -> Any:
         result = await pending
+        if request.loop_ns:
+            request.loop_start_ns = time.perf_counter_ns()
         return result if raw else self.frame(request, result)
 
     def frame(self, request: Request, body: Message | None, version: int | None = None) -> bytes | None:
@@ -172,5 +219,20 @@ class KafkaApis:
             return None
         header = request.header
         v = header.api_version if version is None else version
+        throttle_ms = self.request_throttle_time_ms(request)
+        if throttle_ms:
+            self.throttle(request, throttle_ms)
+            _set_throttle_time(body, throttle_ms)
         payload = messages.encode_response(header.api_key, v, body)
         return framing.encode_response_frame(header.api_key, v, header.correlation_id, payload)
+
+
+def _set_throttle_time(body: Any, throttle_ms: int) -> None:
+    """Put the throttle time in a response body (ignored by versions without the field)."""
+    if isinstance(body, dict):
+        body["throttle_time_ms"] = throttle_ms
+    else:
+        try:
+            body.throttle_time_ms = throttle_ms
+        except AttributeError:
+            pass

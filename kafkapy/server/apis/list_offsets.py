@@ -7,7 +7,14 @@ change), and a request naming a leader epoch (v4+) is fenced like a fetch.
 
 from __future__ import annotations
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import (
+    CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    NO_PARTITION_LEADER_EPOCH,
+)
 from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException, TopicAuthorizationException
 from kafkapy.protocol.generated.list_offsets_request import ListOffsetsRequest
 from kafkapy.protocol.generated.list_offsets_response import (
@@ -17,16 +24,11 @@ from kafkapy.protocol.generated.list_offsets_response import (
 )
 from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
-from kafkapy.server.partition import NO_LEADER_EPOCH
 from kafkapy.server.replica_manager import READ_COMMITTED
 from kafkapy.server.security.acl import Operation, ResourceType
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
-CONSUMER_REPLICA_ID = -1
 NOT_FOUND = (-1, -1, -1)
 
 
@@ -38,7 +40,7 @@ def offset_for(
     apis: KafkaApis,
     tp: TopicPartition,
     timestamp: int,
-    current_leader_epoch: int = NO_LEADER_EPOCH,
+    current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     from_consumer: bool = True,
     isolation_level: int = 0,
 ) -> tuple[int, int, int]:

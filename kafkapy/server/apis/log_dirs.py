@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     ClusterAuthorizationException,
@@ -46,7 +47,6 @@ from kafkapy.protocol.generated.describe_log_dirs_response import (
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation
 

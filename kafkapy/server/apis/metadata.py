@@ -19,11 +19,13 @@ import uuid
 from collections.abc import Coroutine
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import (
     InvalidTopicException,
     KafkaError,
     LeaderNotAvailableException,
     TopicAuthorizationException,
+    TopicExistsException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
@@ -48,7 +50,6 @@ from kafkapy.server.security.acl import CLUSTER_NAME, Operation, ResourceType
 log = logging.getLogger("kafkapy.server.KafkaApis")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> MetadataResponseTopic:
@@ -182,6 +183,6 @@ async def _auto_create(apis: KafkaApis, response: MetadataResponse, topics: list
             code = e.code
         except KafkaError as e:
             # TOPIC_ALREADY_EXISTS: another request raced us; the metadata is on its way.
-            code = LeaderNotAvailableException.code if e.code == 36 else e.code
+            code = LeaderNotAvailableException.code if e.code == TopicExistsException.code else e.code
         response.topics.append(_error_topic(name, code))
     return response

@@ -8,7 +8,9 @@ leader epoch, and a stale or unknown one is refused like a fetch.
 
 from __future__ import annotations
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import DEBUGGING_REPLICA_ID
 from kafkapy.protocol.errors import TopicAuthorizationException
 from kafkapy.protocol.generated.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from kafkapy.protocol.generated.offset_for_leader_epoch_response import (
@@ -18,11 +20,8 @@ from kafkapy.protocol.generated.offset_for_leader_epoch_response import (
 )
 from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
-
-DEBUGGING_REPLICA_ID = -2
 
 
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)

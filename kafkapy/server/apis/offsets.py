@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import INVALID_OFFSET
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
     GroupAuthorizationException,
@@ -58,7 +59,6 @@ from kafkapy.server.security.acl import Operation, ResourceType
 
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionException.code
-INVALID_OFFSET = -1
 NO_METADATA = ""
 
 

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import produce as produce_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -32,7 +33,6 @@ from kafkapy.protocol.errors import (
 from kafkapy.protocol.record_batch import ATTRIBUTES_OFFSET, Attr
 from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.replica_manager import ProduceResult
 from kafkapy.server.security.acl import Operation, ResourceType
@@ -88,16 +88,21 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     replica_manager = apis.server.replica_manager
     if entries:
         results.update(replica_manager.append_records(acks, entries.items()))  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+    # Kafka's sizeInBytes: the whole request counts against producer_byte_rate, once.
+    request_size = len(request.buffer)
     if acks == 0:
         if any(r is not None and r.error_code for r in results.values()):
             from kafkapy.protocol.errors import ProtocolError
 
             raise ProtocolError("acks=0 produce request failed: closing the connection to tell the client")
+        if apis.client_quotas.produce.enabled:
+            # No response to carry it, but the connection is still muted (no request quota: Kafka's rule).
+            apis.throttle(request, _bandwidth_throttle_ms(apis, request, request_size))
         return None
     # acks=all waits in purgatory unless the ISR already has it (a single-replica ISR always does).
     if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
-        return _await_isr(apis, request, req, results)  # type: ignore[arg-type]  # every partition is answered by now
-    return _respond(request, results)  # type: ignore[arg-type]  # every partition is answered by now
+        return _await_isr(apis, request, req, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
+    return _respond(apis, request, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
 
 
 def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[str]]:
@@ -123,13 +128,30 @@ async def _await_isr(
     request: Request,
     req: produce_codec.ProduceRequest,
     results: dict[TopicPartition, ProduceResult],
+    request_size: int,
 ) -> bytearray:
     await apis.replica_manager.await_isr(results, req.timeout_ms)
-    return _respond(request, results)
+    return _respond(apis, request, results, request_size)
 
 
-def _respond(request: Request, results: dict[TopicPartition, ProduceResult]) -> bytearray:
+def _bandwidth_throttle_ms(apis: KafkaApis, request: Request, request_size: int) -> int:
+    return apis.client_quotas.produce.record_and_get_throttle_time_ms(
+        apis.quota_user(request), request.header.client_id or "", request_size
+    )
+
+
+def _respond(
+    apis: KafkaApis, request: Request, results: dict[TopicPartition, ProduceResult], request_size: int
+) -> bytearray:
     header = request.header
+    throttle_ms = 0
+    # Two attribute checks when no quota applies: this runs for every produce answer.
+    if apis.client_quotas.produce.enabled:
+        throttle_ms = _bandwidth_throttle_ms(apis, request, request_size)
+    if request.loop_start_ns or request.loop_ns:
+        throttle_ms = max(throttle_ms, apis.request_throttle_time_ms(request))
+    if throttle_ms:
+        apis.throttle(request, throttle_ms)
     topics: list[tuple[str, list[tuple[Any, ...]]]] = []
     rows: list[tuple[Any, ...]] = []
     current = None
@@ -140,4 +162,6 @@ def _respond(request: Request, results: dict[TopicPartition, ProduceResult]) -> 
         rows.append(
             (index, r.error_code, r.base_offset, r.log_append_time, r.log_start_offset, (), r.error_message)
         )
-    return produce_codec.encode_produce_response_frame(header.api_version, header.correlation_id, topics)  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order
+    return produce_codec.encode_produce_response_frame(
+        header.api_version, header.correlation_id, topics, throttle_ms  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order
+    )

@@ -13,6 +13,7 @@ from collections import defaultdict
 from concurrent.futures import Future
 from typing import TypeVar
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     ClusterAuthorizationException,
@@ -37,7 +38,6 @@ from kafkapy.protocol.generated.list_partition_reassignments_response import (
 )
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation
 

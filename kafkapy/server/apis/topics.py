@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import (
     InvalidPartitionsException,
     InvalidRequestException,
@@ -46,7 +47,6 @@ from kafkapy.protocol.generated.create_topics_response import (
 )
 from kafkapy.protocol.generated.delete_topics_request import DeleteTopicsRequest
 from kafkapy.protocol.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
-from kafkapy.protocol.primitives import ZERO_UUID
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request

@@ -7,6 +7,7 @@ transactional id for DescribeTransactions; ListTransactions lists only the ids D
 
 from __future__ import annotations
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
@@ -31,7 +32,6 @@ from kafkapy.protocol.generated.list_transactions_response import TransactionSta
 from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.apis.transactions import txn_coordinator
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.transaction.transaction_state import TransactionMetadata, TransactionState, now_ms

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkapy.protocol.constants import UNKNOWN_BROKER_EPOCH
 from kafkapy.protocol.errors import (
     BrokerNotAvailableException,
     ControllerMovedException,
+    KafkaStorageException,
     StaleBrokerEpochException,
 )
 from kafkapy.server.controller import events as ev
@@ -21,8 +23,7 @@ if TYPE_CHECKING:
     from kafkapy.server.controller.services import ControllerServices, EventRoutes
     from kafkapy.server.controller.topic_events import TopicEvents
 
-KAFKA_STORAGE_ERROR = 56
-UNKNOWN_BROKER_EPOCH = -1
+KAFKA_STORAGE_ERROR = KafkaStorageException.code
 
 
 class BrokerEvents:

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from kafkapy.protocol.constants import INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION
 from kafkapy.server.controller.leader_and_isr import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
@@ -17,9 +18,6 @@ from kafkapy.server.controller.leader_and_isr import (
     TopicPartition,
 )
 from kafkapy.server.controller.states import PartitionState, ReplicaState
-
-INITIAL_CONTROLLER_EPOCH = 0
-INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
 
 
 class ControllerContext:

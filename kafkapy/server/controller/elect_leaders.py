@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkapy.protocol.constants import NO_LEADER
 from kafkapy.protocol.errors import (
     ControllerMovedException,
     ElectionNotNeededException,
@@ -26,7 +27,7 @@ from kafkapy.protocol.errors import (
 from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.election import ElectionStrategy
 from kafkapy.server.controller.errors import StateChangeFailedException
-from kafkapy.server.controller.leader_and_isr import NO_LEADER, LeaderAndIsr, TopicPartition
+from kafkapy.server.controller.leader_and_isr import LeaderAndIsr, TopicPartition
 from kafkapy.server.controller.states import PartitionState
 
 if TYPE_CHECKING:

@@ -43,6 +43,7 @@ from kafkapy.server.controller.topic_deletion_manager import TopicDeletionManage
 from kafkapy.server.controller.topic_events import TopicEvents
 from kafkapy.server.controller.zk_interface import ControllerZk
 from kafkapy.server.controller.zk_store import ZkControllerStore
+from kafkapy.server.metrics.controller_state import IDLE, STATE_BY_EVENT
 from kafkapy.server.zk.watchers import StateChangeHandler
 
 # ZooKeeper paths the active controller watches (Kafka's ZkData names them the same).
@@ -102,6 +103,7 @@ class KafkaController:
         )
         # Written only by the event thread; read by API handlers (a plain int read is atomic).
         self._active_controller_id = -1
+        self.controller_state = IDLE  # read by the metrics thread
         self._session_handler: _SessionHandler | None = None
         # Set once this broker's first election is decided (it won, or /controller names another):
         # the broker serves clients after it, so that none is told "no controller".
@@ -208,6 +210,8 @@ class KafkaController:
         if handler is None:
             self.log.error(f"Unknown controller event {event}")
             return
+        # The ControllerState gauge: what the event thread is doing now (Idle between events).
+        self.controller_state = STATE_BY_EVENT.get(type(event).__name__, IDLE)
         try:
             handler(event)
         except ControllerMovedException as e:
@@ -216,6 +220,8 @@ class KafkaController:
             self._maybe_resign()
         except Exception as e:  # noqa: BLE001
             self.log.error(f"Error processing event {event}", e)
+        finally:
+            self.controller_state = IDLE
 
     def preempt(self, event: ev.ControllerEvent) -> None:
         if isinstance(event, ev.ControlledShutdown) and not event.future.done():

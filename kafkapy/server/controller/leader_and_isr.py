@@ -11,6 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from kafkapy.protocol.constants import (
+    EPOCH_DURING_DELETE,
+    INITIAL_LEADER_EPOCH,
+    INITIAL_PARTITION_EPOCH,
+    LEADER_DURING_DELETE,
+)
 from kafkapy.server.zk.topic_znodes import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
@@ -19,12 +25,6 @@ from kafkapy.server.zk.topic_znodes import (
 )
 
 __all__ = [
-    "EPOCH_DURING_DELETE",
-    "INITIAL_LEADER_EPOCH",
-    "INITIAL_PARTITION_EPOCH",
-    "LEADER_DURING_DELETE",
-    "NO_EPOCH",
-    "NO_LEADER",
     "LeaderAndIsr",
     "LeaderIsrAndControllerEpoch",
     "PartitionAndReplica",
@@ -35,14 +35,6 @@ __all__ = [
     "initial_leader_and_isr",
     "new_leader",
 ]
-
-# Sentinels from Kafka's LeaderAndIsr object; brokers interpret them on the wire.
-NO_LEADER = -1
-LEADER_DURING_DELETE = -2
-NO_EPOCH = -1
-EPOCH_DURING_DELETE = -2
-INITIAL_LEADER_EPOCH = 0
-INITIAL_PARTITION_EPOCH = 0  # the zk version of a freshly created /state znode
 
 
 class PartitionAndReplica(NamedTuple):

@@ -31,6 +31,7 @@ from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch
 from kafkapy.server.controller.state_change_log import ControllerLogger, StateChangeLogger
 from kafkapy.server.controller.states import PartitionState, is_valid_transition
 from kafkapy.server.controller.zk_interface import ControllerZk
+from kafkapy.server.metrics.process_metrics import LEADER_ELECTION, UNCLEAN_LEADER_ELECTIONS
 
 P = PartitionState
 # partition -> the LeaderAndIsr it got, or why it failed
@@ -205,7 +206,8 @@ class PartitionStateMachine:
         results: Results = {}
         remaining = partitions
         while remaining:
-            success, remaining, failed = self._do_elect_leaders(remaining, strategy)
+            with LEADER_ELECTION.time():
+                success, remaining, failed = self._do_elect_leaders(remaining, strategy)
             results.update(success)
             for tp, e in failed.items():
                 self._log_failed(tp, self.context.partition_states[tp], P.ONLINE, e)
@@ -256,7 +258,10 @@ class PartitionStateMachine:
         if not new_states:
             return {}, [], failed
         update = self.zk.update_leader_and_isr(new_states, self.context.epoch, self.context.epoch_zk_version)
+        previous_isr = {tp: s.leader_and_isr.isr for tp, s in valid}
         for tp, lai in update.successful.items():
+            if lai.leader not in previous_isr[tp]:
+                UNCLEAN_LEADER_ELECTIONS.inc()  # a leader from outside the ISR
             state = LeaderIsrAndControllerEpoch(lai, self.context.epoch)
             self.context.partition_leadership_info[tp] = state
             self.batch.add_leader_and_isr_request_for_brokers(

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kafkapy.protocol.constants import NO_LEADER
 from kafkapy.protocol.errors import ControllerMovedException
 from kafkapy.server.controller.controller_context import ControllerContext
 from kafkapy.server.controller.errors import StateChangeFailedException
 from kafkapy.server.controller.leader_and_isr import (
-    NO_LEADER,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kafkapy.protocol.constants import EPOCH_DURING_DELETE, NO_EPOCH, ZERO_UUID
 from kafkapy.protocol.generated.leader_and_isr_request import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
@@ -41,8 +42,6 @@ from kafkapy.server.controller.events import (
     TopicDeletionStopReplicaResponseReceived,
 )
 from kafkapy.server.controller.leader_and_isr import (
-    EPOCH_DURING_DELETE,
-    NO_EPOCH,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
     TopicPartition,
@@ -58,7 +57,6 @@ STOP_REPLICA_VERSION = 4
 UPDATE_METADATA_VERSION = 8
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-ZERO_UUID = uuid.UUID(int=0)
 
 ControllerRequest = LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
 # send(broker_id, api_key, version, body, callback(decoded response) | None)

@@ -20,11 +20,8 @@ from collections import Counter
 from enum import Enum
 from typing import Final
 
-from kafkapy.server.coordinator.member_metadata import (
-    CONSUMER_PROTOCOL_TYPE,
-    MemberMetadata,
-    subscribed_topics,
-)
+from kafkapy.protocol.consumer_protocol import subscribed_topics
+from kafkapy.server.coordinator.member_metadata import CONSUMER_PROTOCOL_TYPE, MemberMetadata
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 
 

@@ -16,18 +16,28 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kafkapy.common.java_hash import java_string_hash, kafka_abs
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import (
     CoordinatorNotAvailableException,
     InvalidCommitOffsetSizeException,
+    InvalidFetchSizeException,
+    KafkaStorageException,
     NotCoordinatorException,
+    NotEnoughReplicasAfterAppendException,
+    NotEnoughReplicasException,
+    NotLeaderOrFollowerException,
+    RecordBatchTooLargeException,
+    RecordTooLargeException,
+    TimeoutException,
     UnknownServerException,
+    UnknownTopicOrPartitionException,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState, now_ms
 from kafkapy.server.coordinator.log_reader import CommittedRecordsReader
 from kafkapy.server.coordinator.member_metadata import MemberMetadata
-from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.coordinator.group.GroupMetadataManager")
 
@@ -35,30 +45,16 @@ GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
 # How append errors on __consumer_offsets reach the members (GroupMetadataManager.storeGroup).
 _APPEND_ERROR_MAP = {
-    3: CoordinatorNotAvailableException.code,  # UNKNOWN_TOPIC_OR_PARTITION
-    19: CoordinatorNotAvailableException.code,  # NOT_ENOUGH_REPLICAS
-    20: CoordinatorNotAvailableException.code,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    7: CoordinatorNotAvailableException.code,  # REQUEST_TIMED_OUT
-    6: NotCoordinatorException.code,  # NOT_LEADER_OR_FOLLOWER
-    56: NotCoordinatorException.code,  # KAFKA_STORAGE_ERROR
-    10: InvalidCommitOffsetSizeException.code,  # MESSAGE_TOO_LARGE
-    18: InvalidCommitOffsetSizeException.code,  # RECORD_LIST_TOO_LARGE
-    4: InvalidCommitOffsetSizeException.code,  # INVALID_FETCH_SIZE
+    UnknownTopicOrPartitionException.code: CoordinatorNotAvailableException.code,
+    NotEnoughReplicasException.code: CoordinatorNotAvailableException.code,
+    NotEnoughReplicasAfterAppendException.code: CoordinatorNotAvailableException.code,
+    TimeoutException.code: CoordinatorNotAvailableException.code,
+    NotLeaderOrFollowerException.code: NotCoordinatorException.code,
+    KafkaStorageException.code: NotCoordinatorException.code,
+    RecordTooLargeException.code: InvalidCommitOffsetSizeException.code,
+    RecordBatchTooLargeException.code: InvalidCommitOffsetSizeException.code,
+    InvalidFetchSizeException.code: InvalidCommitOffsetSizeException.code,
 }
-
-
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode: over UTF-16 code units, in 32-bit two's complement."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's Utils.abs: Math.abs, except Integer.MIN_VALUE (whose abs overflows) maps to 0."""
-    return 0 if n == -(1 << 31) else abs(n)
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:

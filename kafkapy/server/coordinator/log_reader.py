@@ -16,11 +16,11 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from kafkapy.protocol.compression import decode_batch_records
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.record_batch import (
     iter_batches,
 )
+from kafkapy.protocol.record_codec import decode_batch_records
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

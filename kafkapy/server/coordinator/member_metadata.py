@@ -1,24 +1,17 @@
-"""One member of a classic-protocol group, and the consumer protocol's embedded formats.
+"""One member of a classic-protocol group.
 
 A member's protocols are opaque to the coordinator except for the "consumer" protocol type,
-whose subscription (the topics) matters for OffsetDelete and offset expiry, and whose
-assignment the consumer-groups tool shows. Both are Kafka's ConsumerProtocol structs:
-
-    Subscription  version int16, topics [string], user_data nullable bytes, (v1+) owned partitions
-    Assignment    version int16, partitions [topic string, [int32]], user_data nullable bytes
+whose subscription (the topics) matters for OffsetDelete and offset expiry; it is read with
+the one consumer protocol codec, kafkapy/protocol/consumer_protocol.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 
 
 @dataclass(slots=True, eq=False)
@@ -74,73 +67,3 @@ class MemberMetadata:
                 return name
         raise ValueError(f"Member {self.member_id} does not support any of the candidate protocols")
 
-
-# -- consumer protocol --------------------------------------------------------------------------
-
-
-class _Cursor:
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 0
-
-    def unpack(self, s: struct.Struct) -> int:
-        (v,) = s.unpack_from(self.buf, self.pos)
-        self.pos += s.size
-        return int(v)
-
-    def string(self) -> str:
-        n = self.unpack(_I16)
-        if n < 0 or self.pos + n > len(self.buf):
-            raise ValueError("bad string in consumer protocol data")
-        s = self.buf[self.pos : self.pos + n].decode()
-        self.pos += n
-        return s
-
-
-def subscribed_topics(subscription: bytes) -> set[str] | None:
-    """The topics of a consumer protocol subscription; None if it cannot be parsed."""
-    try:
-        c = _Cursor(subscription)
-        c.unpack(_I16)  # version
-        return {c.string() for _ in range(c.unpack(_I32))}
-    except (struct.error, ValueError, UnicodeDecodeError):
-        return None
-
-
-def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
-    """(topic, partition) pairs of a consumer protocol assignment; [] if empty or unparsable."""
-    if not assignment:
-        return []
-    try:
-        c = _Cursor(assignment)
-        c.unpack(_I16)  # version
-        out: list[tuple[str, int]] = []
-        for _ in range(c.unpack(_I32)):
-            topic = c.string()
-            out.extend((topic, c.unpack(_I32)) for _ in range(c.unpack(_I32)))
-        return out
-    except (struct.error, ValueError, UnicodeDecodeError):
-        return []
-
-
-def encode_assignment(partitions: dict[str, list[int]], version: int = 0) -> bytes:
-    """A consumer protocol assignment (tests build members' assignments with it)."""
-    out = bytearray(_I16.pack(version) + _I32.pack(len(partitions)))
-    for topic, parts in partitions.items():
-        data = topic.encode()
-        out += _I16.pack(len(data)) + data + _I32.pack(len(parts))
-        for p in parts:
-            out += _I32.pack(p)
-    out += _I32.pack(-1)  # user data: null
-    return bytes(out)
-
-
-def encode_subscription(topics: list[str], version: int = 0) -> bytes:
-    out = bytearray(_I16.pack(version) + _I32.pack(len(topics)))
-    for t in topics:
-        data = t.encode()
-        out += _I16.pack(len(data)) + data
-    out += _I32.pack(-1)
-    return bytes(out)

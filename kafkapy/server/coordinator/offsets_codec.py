@@ -29,13 +29,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from kafkapy.protocol.constants import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP
 from kafkapy.protocol.errors import CorruptRecordException
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 GROUP_VALUE_VERSION = 3
-NO_LEADER_EPOCH = -1
-NO_TIMESTAMP = -1
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -59,7 +58,7 @@ class GroupMetadataKey:
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
     offset: int
-    leader_epoch: int = NO_LEADER_EPOCH
+    leader_epoch: int = NO_PARTITION_LEADER_EPOCH
     metadata: str = ""
     commit_timestamp: int = NO_TIMESTAMP
     expire_timestamp: int | None = None
@@ -218,13 +217,13 @@ def read_offset_value(value: bytes) -> OffsetAndMetadata:
     version = r.i16()
     if version == 0:
         offset, metadata, ts = r.i64(), r.string(), r.i64()
-        return OffsetAndMetadata(offset, NO_LEADER_EPOCH, metadata, ts)
+        return OffsetAndMetadata(offset, NO_PARTITION_LEADER_EPOCH, metadata, ts)
     if version == 1:
         offset, metadata, ts, expire = r.i64(), r.string(), r.i64(), r.i64()
-        return OffsetAndMetadata(offset, NO_LEADER_EPOCH, metadata, ts, None if expire == -1 else expire)
+        return OffsetAndMetadata(offset, NO_PARTITION_LEADER_EPOCH, metadata, ts, None if expire == -1 else expire)
     if version == 2:
         offset, metadata, ts = r.i64(), r.string(), r.i64()
-        return OffsetAndMetadata(offset, NO_LEADER_EPOCH, metadata, ts)
+        return OffsetAndMetadata(offset, NO_PARTITION_LEADER_EPOCH, metadata, ts)
     if version == 3:
         offset, epoch, metadata, ts = r.i64(), r.i32(), r.string(), r.i64()
         return OffsetAndMetadata(offset, epoch, metadata, ts)

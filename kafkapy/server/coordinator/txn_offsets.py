@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import InvalidProducerEpochException, ProducerFencedException
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, now_ms
 from kafkapy.server.coordinator.group_metadata_manager import (
@@ -21,7 +22,6 @@ from kafkapy.server.coordinator.group_metadata_manager import (
     GroupMetadataManager,
     map_append_error,
 )
-from kafkapy.server.log.topic_partition import TopicPartition
 
 log = logging.getLogger("kafkapy.coordinator.group.GroupCoordinator")
 

@@ -15,7 +15,6 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kafkapy.protocol.compression import decode_batch_records
 from kafkapy.protocol.file_region import FileRegion
 from kafkapy.protocol.record_batch import (
     HEADER_SIZE,
@@ -24,6 +23,7 @@ from kafkapy.protocol.record_batch import (
     checked_batch_size,
     read_header,
 )
+from kafkapy.protocol.record_codec import decode_batch_records
 from kafkapy.server.log.fetch_data_info import TimestampAndOffset
 
 

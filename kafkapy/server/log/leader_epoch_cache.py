@@ -26,14 +26,13 @@ import threading
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from kafkapy.protocol.constants import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 
 logger = logging.getLogger("kafkapy.server.epoch.LeaderEpochFileCache")
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 CURRENT_VERSION = 0
-UNDEFINED_EPOCH = -1
-UNDEFINED_EPOCH_OFFSET = -1
 
 
 class EpochEntry(NamedTuple):

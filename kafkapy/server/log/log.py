@@ -19,14 +19,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kafkapy.protocol.constants import NO_TIMESTAMP, UNDEFINED_EPOCH_OFFSET
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
-from kafkapy.protocol.record_batch import (
-    NO_TIMESTAMP,
-    set_base_offset,
-    set_log_append_time,
-    validate_records,
-)
+from kafkapy.protocol.record_batch import set_base_offset, set_log_append_time, validate_records
 from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.log.cleaner.record_filter import check_keys_for_compacted_topic
 from kafkapy.server.log.fetch_data_info import (
@@ -36,10 +32,7 @@ from kafkapy.server.log.fetch_data_info import (
     TimestampAndOffset,
 )
 from kafkapy.server.log.io_guard import io_failed, io_guarded
-from kafkapy.server.log.leader_epoch_cache import (
-    UNDEFINED_EPOCH_OFFSET,
-    OffsetAndEpoch,
-)
+from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.log_loader import (
@@ -59,6 +52,7 @@ from kafkapy.server.log.segment_swap import (
     delete_replaced,
 )
 from kafkapy.server.log.transaction_index import AbortedTxn
+from kafkapy.server.metrics.process_metrics import LOG_FLUSH
 
 logger = logging.getLogger("kafkapy.log.Log")
 
@@ -455,8 +449,9 @@ class Log:
             first = max(self._segments.bisect_right(self.recovery_point) - 1, 0)
             last = self._segments.bisect_left(offset)
             segments = list(self._segments.values()[first : max(last, first + 1)])
-        for segment in segments:
-            segment.flush()
+        with LOG_FLUSH.time():  # LogFlushStats: an fsync of the log, on an io thread
+            for segment in segments:
+                segment.flush()
         with self._lock:
             if offset > self.recovery_point:
                 self.recovery_point = offset

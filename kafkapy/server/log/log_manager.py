@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from kafkapy.server.log.log import Log, Scheduler, system_time_ms
@@ -37,7 +38,6 @@ from kafkapy.server.log.offset_checkpoint import (
     REPLICATION_CHECKPOINT,
     OffsetCheckpointFile,
 )
-from kafkapy.server.log.topic_partition import TopicPartition
 
 logger = logging.getLogger("kafkapy.log.LogManager")
 

@@ -13,15 +13,9 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple
 
+from kafkapy.protocol.constants import NO_TIMESTAMP
 from kafkapy.protocol.errors import CorruptRecordException, InvalidRecordException, KafkaError
-from kafkapy.protocol.record_batch import (
-    HEADER_SIZE,
-    INT32_MAX,
-    NO_TIMESTAMP,
-    checked_batch_size,
-    compute_crc,
-    read_header,
-)
+from kafkapy.protocol.record_batch import HEADER_SIZE, INT32_MAX, checked_batch_size, compute_crc, read_header
 from kafkapy.server.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
 from kafkapy.server.log.file_records import FileRecords, LogOffsetPosition
 from kafkapy.server.log.log_config import LogConfig

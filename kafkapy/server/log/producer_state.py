@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from kafkapy.protocol.constants import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP
 from kafkapy.protocol.control_records import EndTxnMarker
 from kafkapy.protocol.errors import (
     InvalidProducerEpochException,
@@ -37,14 +38,7 @@ from kafkapy.protocol.errors import (
     ProducerFencedException,
     TransactionCoordinatorFencedException,
 )
-from kafkapy.protocol.record_batch import (
-    INT32_MAX,
-    NO_PRODUCER_EPOCH,
-    NO_SEQUENCE,
-    NO_TIMESTAMP,
-    BatchHeader,
-    increment_sequence,
-)
+from kafkapy.protocol.record_batch import INT32_MAX, BatchHeader, increment_sequence
 from kafkapy.server.log.producer_snapshots import ProducerSnapshots
 from kafkapy.server.log.producer_state_snapshot import (
     NO_COORDINATOR_EPOCH,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import ClassVar, NamedTuple
 
-from kafkapy.protocol.record_batch import NO_TIMESTAMP
+from kafkapy.protocol.constants import NO_TIMESTAMP
 from kafkapy.server.log.abstract_index import (
     AbstractIndex,
     CorruptIndexException,

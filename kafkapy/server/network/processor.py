@@ -21,6 +21,7 @@ first and the connection waits, muted, while the pool is exhausted (memory_pool.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import struct
@@ -31,10 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.file_region import FileRegion
+from kafkapy.server.metrics.meters import SAMPLE_MASK
 from kafkapy.server.network.connection_quotas import normalize_ip
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
 from kafkapy.server.network.region_send import RegionSend
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.network.request_log import completed_request_line, request_details, request_logger
+from kafkapy.server.quota.throttling import client_throttles
 from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -61,6 +65,49 @@ Response = bytes | bytearray | memoryview | Sequence[Any] | None
 _FRAMED = frozenset((bytes, bytearray, memoryview))
 # What a handler returns when its answer is ready (framed bytes, or parts with file regions).
 _READY = _FRAMED | {list, tuple}
+_DEBUG = logging.DEBUG
+_TRACE = 5  # log4j's TRACE, below Python's DEBUG
+_log_enabled = request_logger.isEnabledFor
+_now_ns = time.monotonic_ns
+# kafka-request.log at DEBUG: looked at by the SocketServer at start-up and at every idle-reaper
+# tick (<= 5 s), not per request or per read (a level change from a logging config applies
+# within a tick). A module global, not a Processor attribute: see _ConnectionStats.
+_LOG_DEBUG = False
+
+
+def refresh_request_log_level() -> None:
+    global _LOG_DEBUG
+    _LOG_DEBUG = _log_enabled(_DEBUG)
+
+
+class _ConnectionStats:
+    """A connection's RequestMetrics state: when its last read arrived (monotonic_ns: the frames
+    in the buffer arrived then), its count of Produce/Fetch requests (one in SAMPLE_EVERY is
+    timed), the broker's request counts, and the request in progress."""
+
+    __slots__ = ("received", "tick", "counts", "timing")
+
+    def __init__(self, counts: list[list[int]]) -> None:
+        self.received = 0
+        self.tick = 0
+        self.counts = counts
+        self.timing: _Timing | None = None
+
+
+class _Timing:
+    """A request whose answer is not out yet: when it arrived, when its handler started and
+    returned, when its response was ready (RequestMetrics and kafka-request.log)."""
+
+    __slots__ = ("request", "received", "started", "local_done", "ready", "response_bytes", "details")
+
+    def __init__(self, request: Request, received: int, started: int, local_done: int, details: str | None) -> None:
+        self.request = request
+        self.received = received
+        self.started = started
+        self.local_done = local_done
+        self.ready = local_done
+        self.response_bytes = 0
+        self.details = details
 
 
 class Processor(asyncio.BufferedProtocol):
@@ -83,6 +130,9 @@ class Processor(asyncio.BufferedProtocol):
         self._reserved = 0
         self._memory_wait = False  # muted until the pool grants a reservation
         self._muted = False
+        # Muted for a quota's throttle time (KIP-219); the timer that ends it.
+        self._throttled = False
+        self._throttle_timer: asyncio.TimerHandle | None = None
         self._reading_paused = False
         self._closed = False
         self._send_buf = bytearray()
@@ -98,6 +148,9 @@ class Processor(asyncio.BufferedProtocol):
         # socket.request.max.bytes is not a dynamic config: read once, not per request.
         self._max_request_size: int = server.config.socket_request_max_bytes
         self._parse_header = server.parse_header
+        # RequestMetrics state in one slotted attribute: a Processor past ~26 instance attributes
+        # was measured 0.25 us per read pass slower (CPython's instance-dict fast path).
+        self._stats = _ConnectionStats(server.request_metrics.counts)
 
     # -- asyncio.BufferedProtocol -----------------------------------------------------------
 
@@ -128,6 +181,8 @@ class Processor(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         self._pool.forget(self)
         if self._reserved:
             self._pool.release(self._reserved)
@@ -143,7 +198,9 @@ class Processor(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
-        self.last_active = time.monotonic()
+        # One clock read: CLOCK_MONOTONIC both ways, the reaper's seconds and the metrics' ns.
+        now = self._stats.received = _now_ns()
+        self.last_active = now * 1e-9
         self._process()
 
     def eof_received(self) -> bool | None:
@@ -177,7 +234,9 @@ class Processor(asyncio.BufferedProtocol):
         max_size = self._max_request_size
         buf = self._buf
         # The loop body runs once per request: the state checks are spelled out, not called.
-        while not (self._muted or self._region_send is not None or self._write_paused or self._closed):
+        while not (
+            self._muted or self._region_send is not None or self._write_paused or self._closed or self._throttled
+        ):
             start = self._start
             available = self._end - start
             if available < 4:
@@ -257,12 +316,12 @@ class Processor(asyncio.BufferedProtocol):
     @property
     def request_in_progress(self) -> bool:
         """A handler is still working on this connection's request (not idle, whatever the clock says)."""
-        return self._muted
+        return self._muted or self._throttled
 
     def _blocked(self) -> bool:
         """No further request is read while one is in progress or its response is not yet out
         (Kafka's muted channel), nor while the client is not reading its responses."""
-        return self._muted or self._region_send is not None or self._write_paused
+        return self._muted or self._region_send is not None or self._write_paused or self._throttled
 
     def _dispatch(self, frame: memoryview) -> None:
         server = self.server
@@ -275,6 +334,21 @@ class Processor(asyncio.BufferedProtocol):
         request = Request(
             header, frame, header.body_offset, self.connection_id, self.client_host, self.listener_name, self.principal
         )
+        key = header.api_key
+        version = header.api_version
+        # The hot APIs (Produce 0, Fetch 1) are timed one request in SAMPLE_EVERY, the others
+        # always; every request is timed while kafka-request.log is at DEBUG (its line has the times).
+        stats = self._stats
+        timed = key > 1 or _LOG_DEBUG
+        if not timed:
+            tick = stats.tick = stats.tick + 1
+            timed = not tick & SAMPLE_MASK
+        details = None
+        if timed:
+            # TRACE logs the request's contents: decoded now, while the frame is still valid.
+            if _LOG_DEBUG and _log_enabled(_TRACE):
+                details = request_details(request, server.config.kafkapy_request_max_elements)
+            started = _now_ns()
         try:
             result = server.apis.handle(request)
         except ProtocolError as e:
@@ -297,17 +371,75 @@ class Processor(asyncio.BufferedProtocol):
             )
             self.close()
             return
+        # RequestsPerSec: every request (the routing bounded the key; a version past 31 is
+        # only possible in an ApiVersions fallback, counted under 31).
+        stats.counts[key][version if version < 32 else 31] += 1
+        if not timed:
+            if result is None or type(result) in _READY:
+                if request.throttle_time_ms:
+                    self._answer(request, result)
+                else:
+                    self.send_response(result)
+            elif isinstance(result, Awaitable):
+                self._await_response(request, result)
+            else:
+                self._answer(request, result)
+            return
+        done = _now_ns()
         if result is None or type(result) in _READY:
-            self.send_response(result)
+            if request.throttle_time_ms:
+                self._answer(request, result)
+            else:
+                self.send_response(result)
         elif isinstance(result, Awaitable):
-            self._muted = True
-            server.request_channel.acquire()
-            task = asyncio.ensure_future(result)
-            task.add_done_callback(self._on_response_ready)
+            stats.timing = _Timing(request, stats.received, started, done, details)
+            self._await_response(request, result)
+            return
         else:
-            self.send_response(result)
+            self._answer(request, result)
+        if self._region_send is None and details is None:
+            # The common case, kept to one call: answered at once and written in one go.
+            self.server.request_metrics.record(key, stats.received, started, done, done, done)
+            if _LOG_DEBUG:
+                self._log_completed(_Timing(request, stats.received, started, done, None), result, done)
+        else:
+            stats.timing = _Timing(request, stats.received, started, done, details)
+            self._completed(result)
 
-    def _on_response_ready(self, task: asyncio.Future[Response]) -> None:
+    def _await_response(self, request: Request, result: Awaitable[Response]) -> None:
+        self._muted = True
+        self.server.request_channel.acquire()
+        task = asyncio.ensure_future(result)
+        task.add_done_callback(functools.partial(self._on_response_ready, request))
+
+    def _answer(self, request: Request, response: Response) -> None:
+        throttle_ms = request.throttle_time_ms
+        if not throttle_ms:
+            self.send_response(response)
+            return
+        # A quota was violated (KIP-219): clients that throttle themselves get the answer now
+        # and the connection stays muted for the throttle time; older versions get the answer
+        # when it is over. No further request is read meanwhile either way.
+        header = request.header
+        held: Response = None
+        if client_throttles(header.api_key, header.api_version):
+            self.send_response(response)
+        else:
+            held = response
+        self._throttled = True
+        loop = asyncio.get_running_loop()
+        self._throttle_timer = loop.call_later(throttle_ms / 1000, self._end_throttle, held)
+
+    def _end_throttle(self, held: Response) -> None:
+        self._throttle_timer = None
+        self._throttled = False
+        if self._closed:
+            return
+        self.last_active = time.monotonic()
+        self.send_response(held)
+        self._process()
+
+    def _on_response_ready(self, request: Request, task: asyncio.Future[Response]) -> None:
         self.server.request_channel.release()
         self._muted = False
         # A request that waited (a long poll, a join) counts as activity: the idle reaper must not
@@ -324,8 +456,46 @@ class Processor(asyncio.BufferedProtocol):
                 log.error("Closing connection %s: unexpected error", self.connection_id, exc_info=exc)
             self.close()
             return
-        self.send_response(task.result())
+        response = task.result()
+        if self._stats.timing is not None:
+            self._stats.timing.ready = _now_ns()
+        self._answer(request, response)
+        self._completed(response)
         self._process()
+
+    def _completed(self, response: Response) -> None:
+        """Record the request in `_timing` once its response is written (now, or when the last
+        chunk of a file-region response is)."""
+        timing = self._stats.timing
+        if timing is None:
+            return
+        if self._region_send is not None:
+            timing.response_bytes = _response_size(response)
+            return  # _continue_region_send finishes it
+        self._stats.timing = None
+        self._finish(timing, response, _now_ns() if timing.ready != timing.local_done else timing.ready)
+
+    def _finish(self, timing: _Timing, response: Response, end: int) -> None:
+        h = timing.request.header
+        self.server.request_metrics.record(h.api_key, timing.received, timing.started, timing.local_done, timing.ready, end)
+        if _log_enabled(_DEBUG):
+            self._log_completed(timing, response, end)
+
+    def _log_completed(self, timing: _Timing, response: Response, end: int) -> None:
+        security = self.server.security.get(self.listener_name)
+        protocol = security.protocol if security is not None else "PLAINTEXT"
+        size = timing.response_bytes or _response_size(response)
+        request_logger.debug(
+            "%s",
+            completed_request_line(
+                timing.request,
+                self.server.api_name(timing.request.header.api_key),
+                timing.details,
+                size,
+                protocol,
+                (timing.received, timing.started, timing.local_done, timing.ready, end),
+            ),
+        )
 
     def _update_reading(self) -> None:
         if self.transport is None or self._closed:
@@ -409,6 +579,10 @@ class Processor(asyncio.BufferedProtocol):
                 transport.write(chunk[:filled] if not _TRANSPORT_KEEPS_VIEWS else bytes(chunk[:filled]))
             if send.done:
                 self._region_send = None
+                timing = self._stats.timing
+                if timing is not None:
+                    self._stats.timing = None
+                    self._finish(timing, None, _now_ns())
                 return
 
     def _chunk_buffer(self) -> memoryview:
@@ -421,3 +595,15 @@ class Processor(asyncio.BufferedProtocol):
             self._closed = True
             if self.transport is not None:
                 self.transport.close()
+
+
+def _response_size(response: Response) -> int:
+    if response is None:
+        return 0
+    if isinstance(response, bytes | bytearray | memoryview):
+        return len(response)
+    size = 0
+    parts: Sequence[Any] = response  # header bytes and FileRegions (a fetch's response)
+    for part in parts:
+        size += part.length if isinstance(part, FileRegion) else len(part)
+    return size

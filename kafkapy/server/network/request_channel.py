@@ -35,6 +35,13 @@ class Request:
     # User:ANONYMOUS on PLAINTEXT; what an Authorizer will be asked about.
     principal: KafkaPrincipal = ANONYMOUS
     context: Any = None
+    # Set by a handler whose client is over a quota (Kafka's apiThrottleTimeMs): the Processor
+    # then mutes the connection for that long after the response, or delays the response.
+    throttle_time_ms: int = 0
+    # Time on the loop for request quotas (perf_counter_ns): the running part's start, and what
+    # earlier parts took before the handler awaited; both 0 when no request quota applies.
+    loop_start_ns: int = 0
+    loop_ns: int = 0
 
 
 class RequestChannel:

@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafkapy.server.metrics.meters import RequestMetrics
 from kafkapy.server.network.acceptor import Acceptor
 from kafkapy.server.network.connection_quotas import ConnectionQuotas
 from kafkapy.server.network.memory_pool import MemoryPool
-from kafkapy.server.network.processor import Processor
+from kafkapy.server.network.processor import Processor, refresh_request_log_level
 from kafkapy.server.network.request_channel import Request, RequestChannel
 from kafkapy.server.security.channel_builder import ListenerSecurity
 from kafkapy.server.security.sasl_processor import SaslProcessor
@@ -55,8 +56,11 @@ class SocketServer:
         parse_header: Any,
         api_name: Any,
         security: Mapping[str, ListenerSecurity] | None = None,
+        metrics: RequestMetrics | None = None,
     ) -> None:
         self.config = config
+        # RequestMetrics (and kafka-request.log) of every request the processors complete.
+        self.request_metrics: RequestMetrics = metrics if metrics is not None else RequestMetrics(str)
         # Listener name -> its TLS context / SASL settings; PLAINTEXT listeners need no entry.
         self.security: Mapping[str, ListenerSecurity] = security or {}
         idle_ms = config.connections_max_idle_ms
@@ -108,6 +112,7 @@ class SocketServer:
                 port,
                 ep.listener_name,
             )
+        refresh_request_log_level()
         for acceptor in self.acceptors:
             acceptor.start(loop)
         self._reaper = asyncio.ensure_future(self._close_idle_connections())
@@ -169,6 +174,7 @@ class SocketServer:
         tick = _MAX_REAPER_TICK_S if idle_s is None else max(0.05, min(idle_s / 2, _MAX_REAPER_TICK_S))
         while True:
             await asyncio.sleep(tick)
+            refresh_request_log_level()
             now = time.monotonic()
             for conn in list(self.connections):
                 quiet = now - conn.last_active

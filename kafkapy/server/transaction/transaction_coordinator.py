@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from kafkapy.client.sasl_client import PLAINTEXT, ClientSecurity
+from kafkapy.protocol.constants import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kafkapy.protocol.errors import (
     ConcurrentTransactionsException,
     InvalidPidMappingException,
@@ -156,7 +157,11 @@ class TransactionCoordinator:
     # -- InitProducerId -------------------------------------------------------------------------
 
     async def init_producer_id(
-        self, transactional_id: str, txn_timeout_ms: int, producer_id: int = -1, producer_epoch: int = -1
+        self,
+        transactional_id: str,
+        txn_timeout_ms: int,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> tuple[int, int, int]:
         """(error code, producer id, producer epoch)."""
         if transactional_id == "":

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.client.sasl_client import PLAINTEXT, ClientSecurity
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.control_records import ControlRecordType, EndTxnMarker, build_control_batch
 from kafkapy.protocol.errors import (
@@ -30,7 +31,6 @@ from kafkapy.protocol.errors import (
     UnknownTopicOrPartitionException,
 )
 from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.transaction.transaction_state import now_ms
 
 log = logging.getLogger("kafkapy.coordinator.transaction.TransactionMarkerChannelManager")

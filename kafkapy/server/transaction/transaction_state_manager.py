@@ -15,14 +15,14 @@ import asyncio
 import logging
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import (
     CoordinatorLoadInProgressException,
     NotCoordinatorException,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator.group_metadata_manager import map_append_error, partition_for
 from kafkapy.server.coordinator.log_reader import read_log_records
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.transaction import transaction_log as txn_log
 from kafkapy.server.transaction.transaction_state import TransactionMetadata, now_ms
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from kafkapy.protocol.constants import INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION
 from kafkapy.protocol.errors import (
     ControllerMovedException,
     TopicExistsException,
@@ -67,10 +68,6 @@ from kafkapy.server.zk.zk_data import PERSISTENT_ZK_PATHS
 from kafkapy.server.zk.zk_io import MATCH_ANY_VERSION, ZkIO
 
 log = logging.getLogger(__name__)
-
-# The epoch /controller_epoch starts at; the first controller makes it 1.
-INITIAL_CONTROLLER_EPOCH = 0
-INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
 
 __all__ = ["Assignment", "KafkaZkClient", "UpdateLeaderAndIsrResult"]
 

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kafkapy.server.log.topic_partition import (
+from kafkapy.common.topic_partition import (
     TopicPartition as TopicPartition,  # re-exported: the ZooKeeper data model names it
 )
+from kafkapy.protocol.constants import INITIAL_PARTITION_EPOCH
 from kafkapy.server.zk._json import decode_json, encode_json
 from kafkapy.server.zk.cluster_znodes import BrokersZNode
 from kafkapy.server.zk.errors import ZkDataError
@@ -99,10 +100,6 @@ class TopicPartitionZNode:
         return f"{TopicPartitionsZNode.path(tp.topic)}/{tp.partition}"
 
 
-NO_LEADER = -1
-LEADER_DURING_DELETE = -2
-INITIAL_LEADER_EPOCH = 0
-INITIAL_PARTITION_ZK_VERSION = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +110,7 @@ class LeaderAndIsr:
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
-    zk_version: int = INITIAL_PARTITION_ZK_VERSION
+    zk_version: int = INITIAL_PARTITION_EPOCH
 
     def new_leader_and_isr(self, leader: int, isr: Sequence[int]) -> LeaderAndIsr:
         """A new leader or ISR chosen by the controller: the leader epoch moves on."""

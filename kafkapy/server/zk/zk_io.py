@@ -8,6 +8,7 @@ the zk version of /controller_epoch so that a controller that lost its seat cann
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,6 +25,11 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, ZnodeStat
 
 from kafkapy.protocol.errors import ControllerMovedException
+from kafkapy.server.metrics.process_metrics import (
+    ZOOKEEPER_DISCONNECTS,
+    ZOOKEEPER_EXPIRES,
+    ZOOKEEPER_REQUEST_LATENCY,
+)
 from kafkapy.server.zk.cluster_znodes import ControllerEpochZNode
 from kafkapy.server.zk.errors import ZooKeeperClientTimeoutError
 from kafkapy.server.zk.watchers import (
@@ -142,7 +148,10 @@ class ZkIO:
         # Runs on kazoo's connection thread: decide, then hand off.
         if self._closing:
             return
+        if state == KazooState.SUSPENDED:
+            ZOOKEEPER_DISCONNECTS.inc()
         if state == KazooState.LOST:
+            ZOOKEEPER_EXPIRES.inc()
             self._session_executor.submit(self._run_state_handlers, SESSION_EXPIRED)
         elif state == KazooState.CONNECTED:
             new_id = self.session_id
@@ -183,7 +192,20 @@ class ZkIO:
     # -- generic znode operations -------------------------------------------------------------
 
     def _retry(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return self._zk.retry(fn, *args, **kwargs)
+        # ZooKeeperRequestLatencyMs: the request's time with its retries, as the broker waits it.
+        start = time.monotonic_ns()
+        try:
+            return self._zk.retry(fn, *args, **kwargs)
+        finally:
+            ZOOKEEPER_REQUEST_LATENCY.record_ns(time.monotonic_ns() - start)
+
+    @property
+    def session_state(self) -> str:
+        """Kafka's SessionState names (CONNECTED, CONNECTING, CLOSED) for kazoo's states."""
+        if self._closing:
+            return "CLOSED"
+        state = self._zk.state
+        return "CONNECTED" if state == KazooState.CONNECTED else "CONNECTING" if state == KazooState.SUSPENDED else "CLOSED"
 
     def get_data(self, path: str) -> tuple[bytes, ZnodeStat] | None:
         try:

@@ -1,6 +1,6 @@
 """kafkapy-configs through --bootstrap-server (Kafka 2.8's ConfigCommand over the Admin API):
 DescribeConfigs for --describe, IncrementalAlterConfigs for a topic's --alter, AlterConfigs
-(the whole dynamic layer) for a broker's."""
+(the whole dynamic layer) for a broker's; users and clients go to quota_actions.py."""
 
 from __future__ import annotations
 
@@ -15,19 +15,19 @@ from kafkapy.client.configs import (
     describe_configs,
     incremental_alter_configs,
 )
+from kafkapy.tools.configs_cmd import quota_actions
 from kafkapy.tools.configs_cmd.options import DEFAULT_ENTITY, CommandError, Options
 
 Printer = Callable[[str], None]
 _RESOURCE = {"topics": TOPIC, "brokers": BROKER}
+QUOTA_ENTITY_TYPES = ("users", "clients")  # DescribeClientQuotas / AlterClientQuotas (quota_actions.py)
 
 
 def _resource(options: Options) -> tuple[int, str]:
     entity = options.entity
     resource_type = _RESOURCE.get(entity.entity_type)
     if resource_type is None:
-        # Kafka 2.8 uses DescribeClientQuotas / AlterClientQuotas here, which kafkapy does not serve.
-        raise CommandError(f"kafkapy serves no client quota APIs: use --zookeeper for entity type "
-                           f"{entity.entity_type}")
+        raise CommandError(f"Unsupported entity type: {entity.entity_type}")
     return resource_type, "" if entity.name in (None, DEFAULT_ENTITY) else str(entity.name)
 
 
@@ -57,6 +57,9 @@ def _value(value: str | None) -> str:
 
 
 def describe(admin: AdminClient, options: Options, out: Printer) -> None:
+    if options.entity.entity_type in QUOTA_ENTITY_TYPES:
+        quota_actions.describe(admin, options, out)
+        return
     resource_type, name = _resource(options)
     entity_type = options.entity.entity_type
     if options.entity.name is not None:
@@ -75,6 +78,9 @@ def describe(admin: AdminClient, options: Options, out: Printer) -> None:
 
 
 def alter(admin: AdminClient, options: Options, out: Printer) -> None:
+    if options.entity.entity_type in QUOTA_ENTITY_TYPES:
+        quota_actions.alter(admin, options, out)
+        return
     resource_type, name = _resource(options)
     old = {c.name: c for c in resource_configs(admin, resource_type, name, describe_all=False)}
     invalid = [k for k in options.to_delete if k not in old]

@@ -12,7 +12,7 @@ DEFAULT_ENTITY = "<default>"  # Kafka's ConfigEntityName.Default
 BROKER_LOGGERS = "broker-loggers"
 ZK_ENTITY_TYPES = ConfigType.ALL  # topics, clients, users, brokers
 BOOTSTRAP_ENTITY_TYPES = (*ConfigType.ALL, BROKER_LOGGERS)
-# Kafka's DynamicConfig.Client / .User quota configs (SCRAM credentials are not kept by kafkapy).
+# Kafka's DynamicConfig.Client / .User quota configs.
 CLIENT_QUOTA_CONFIGS = frozenset({
     "producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate",
 })  # fmt: skip
@@ -37,17 +37,21 @@ class Entity:
 
     entity_type: str
     name: str | None
+    # A user's client (--entity-type users ... --entity-type clients ...): Kafka's ConfigEntity child.
+    child: Entity | None = None
 
     def __str__(self) -> str:
-        """Kafka's ConfigCommand.Entity.toString (the --zookeeper output)."""
+        """Kafka's ConfigCommand.Entity / ConfigEntity.toString (the --zookeeper output)."""
         type_name = {"users": "user-principal", "clients": "client-id", "topics": "topic"}.get(
             self.entity_type, self.entity_type
         )
         if self.name is None:
-            return type_name
-        if self.name == DEFAULT_ENTITY:
-            return f"default {type_name}"
-        return f"{type_name} '{self.name}'"
+            text = type_name
+        elif self.name == DEFAULT_ENTITY:
+            text = f"default {type_name}"
+        else:
+            text = f"{type_name} '{self.name}'"
+        return text if self.child is None else f"{text}, {self.child}"
 
     @property
     def singular(self) -> str:
@@ -65,6 +69,8 @@ class Options:
     to_add: dict[str, str]
     to_delete: list[str]
     describe_all: bool
+    # The first --entity-type and its name as given (Kafka's "Completed updating config for ...").
+    first_entity: Entity | None = None
 
 
 def parse_configs_to_add(text: str | None) -> dict[str, str]:
@@ -112,8 +118,8 @@ def check_args(
     add_config: str | None, delete_config: tuple[str, ...], describe_all: bool,
     *, entity_options: bool = False, entity_flags: bool = False,
 ) -> Options:
-    """Kafka 2.8's ConfigCommandOptions.checkArgs, in its order and words, for one entity (no
-    <user, client> pairs). `entity_options`: --entity-type/-name/-default were given;
+    """Kafka 2.8's ConfigCommandOptions.checkArgs, in its order and words, for one entity or a
+    user and a client id together (quota_options.py). `entity_options`: --entity-type/-name/-default were given;
     `entity_flags`: --topic/--client/--user/--broker/--broker-defaults were."""
     if int(alter) + int(describe) != 1:
         raise CommandError("Command must include exactly one action: --describe, --alter")
@@ -160,6 +166,10 @@ def check_args(
         if add_config is None and not delete_config:
             raise CommandError(
                 "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
+    if types[0] in ("users", "clients"):  # one user, one client id, or a user's client id
+        from kafkapy.tools.configs_cmd.quota_options import quota_options
+
+        return quota_options(alter, zookeeper, types, names, entity_default, add_config, delete_config, describe_all)
     # What kafkapy does not do (Kafka would go on).
     if len(types) > 1 or len(names) > 1 or (names and entity_default):
         raise CommandError("kafkapy-configs takes one entity: one --entity-type with one --entity-name "

@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from kafkapy.protocol.errors import InvalidConfigurationException
 from kafkapy.server.config_def import ConfigException
 from kafkapy.server.dynamic_broker_config import validate_dynamic_configs
+from kafkapy.server.quota.quota_entity import QuotaEntity
+from kafkapy.server.quota.quota_znodes import read_entity, write_entity
 from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.config_znodes import desanitize
+from kafkapy.server.zk.config_znodes import desanitize, sanitize
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.configs_cmd.options import (
     CLIENT_QUOTA_CONFIGS,
@@ -22,6 +24,7 @@ from kafkapy.tools.configs_cmd.options import (
     Options,
     scala_set,
 )
+from kafkapy.tools.configs_cmd.quota_actions import SCRAM_MECHANISMS
 
 Printer = Callable[[str], None]
 _BOOTSTRAP_INFO = (
@@ -42,10 +45,14 @@ def _validate(zk: KafkaZkClient, entity: Entity, to_add: Mapping[str, str]) -> N
         except ConfigException as e:
             raise CommandError(str(e)) from None
     elif entity.entity_type in ("clients", "users"):
-        unknown = sorted(set(to_add) - CLIENT_QUOTA_CONFIGS)
+        # A user (not a user's client id) may also hold SCRAM credentials (Kafka's DynamicConfig.User).
+        scram = SCRAM_MECHANISMS if entity.entity_type == "users" and entity.child is None else ()
+        unknown = sorted(set(to_add) - CLIENT_QUOTA_CONFIGS - set(scram))
         if unknown:
             raise CommandError(f"requirement failed: Unknown Dynamic Configuration: {scala_set(unknown)}.")
         for name, value in to_add.items():
+            if name in scram:
+                continue
             try:
                 float(value)
             except ValueError:
@@ -73,32 +80,79 @@ def _validate_broker(zk: KafkaZkClient, entity: Entity, to_add: Mapping[str, str
         raise CommandError(str(e)) from None
 
 
+def quota_entity(entity: Entity) -> QuotaEntity:
+    """A users/clients entity (with its child client id) as the quota znodes name it."""
+    parts = {entity.entity_type: entity.name}
+    if entity.child is not None:
+        parts[entity.child.entity_type] = entity.child.name
+    return QuotaEntity(parts.get("users"), parts.get("clients"))
+
+
+def _fetch(zk: KafkaZkClient, entity: Entity) -> dict[str, str]:
+    if entity.entity_type in ("users", "clients"):
+        return read_entity(zk, quota_entity(entity))
+    return AdminZkClient(zk).fetch_entity_config(entity.entity_type, str(entity.name))
+
+
+def _stored(to_add: Mapping[str, str]) -> dict[str, str]:
+    """What the znode holds: a SCRAM password becomes Kafka's salted credential string."""
+    from kafkapy.server.security.scram import ScramError, credential_config, parse_scram_config_value
+
+    stored = {}
+    for name, value in to_add.items():
+        if name in SCRAM_MECHANISMS:
+            try:
+                password, iterations = parse_scram_config_value(value)
+                stored.update(credential_config(name, password, iterations))
+            except (ValueError, ScramError) as e:
+                raise CommandError(str(e)) from None
+        else:
+            stored[name] = value
+    return stored
+
+
 def alter(zk: KafkaZkClient, options: Options, out: Printer) -> None:
     entity = options.entity
     name = str(entity.name)
     _validate(zk, entity, options.to_add)
     admin = AdminZkClient(zk)
-    configs = admin.fetch_entity_config(entity.entity_type, name)
+    configs = _fetch(zk, entity)
     invalid = [k for k in options.to_delete if k not in configs]
     if invalid:
         raise InvalidConfigurationException(f"Invalid config(s): {','.join(invalid)}")
-    configs.update(options.to_add)
+    configs.update(_stored(options.to_add))
     for k in options.to_delete:
         configs.pop(k, None)
-    admin.change_entity_config(entity.entity_type, name, configs)
+    if entity.entity_type in ("users", "clients"):
+        write_entity(zk, quota_entity(entity), configs)
+    else:
+        admin.change_entity_config(entity.entity_type, name, configs)
     out(f"Completed updating config for entity: {entity}.")
 
 
-def describe(zk: KafkaZkClient, options: Options, out: Printer) -> None:
-    entity = options.entity
+def _all_entities(zk: KafkaZkClient, entity: Entity) -> list[Entity]:
+    """Kafka's ConfigEntity.getAllEntities: names left out are every name ZooKeeper has."""
     if entity.name is not None:
-        entities = [entity]
+        roots = [entity]
     else:
         children = sorted(zk.get_children(f"/config/{entity.entity_type}") or [])
-        entities = [Entity(entity.entity_type, _display(entity.entity_type, c)) for c in children]
-    admin = AdminZkClient(zk)
-    for e in entities:
-        configs = admin.fetch_entity_config(e.entity_type, str(e.name))
+        roots = [Entity(entity.entity_type, _display(entity.entity_type, c)) for c in children]
+    child = entity.child
+    if child is None:
+        return roots
+    if child.name is not None:
+        return [Entity(r.entity_type, r.name, child) for r in roots]
+    out = []
+    for r in roots:
+        user = str(r.name) if r.name == DEFAULT_ENTITY else sanitize(str(r.name))
+        for c in sorted(zk.get_children(f"/config/users/{user}/clients") or []):
+            out.append(Entity(r.entity_type, r.name, Entity("clients", _display("clients", c))))
+    return out
+
+
+def describe(zk: KafkaZkClient, options: Options, out: Printer) -> None:
+    for e in _all_entities(zk, options.entity):
+        configs = _fetch(zk, e)
         out(f"Configs for {e} are {','.join(f'{k}={v}' for k, v in configs.items())}")
 
 

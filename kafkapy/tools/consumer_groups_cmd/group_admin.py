@@ -16,8 +16,9 @@ from typing import Any
 from kafkapy.client.admin import parse_bootstrap
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.errors import KafkaError, TimeoutException, for_code
-from kafkapy.server.coordinator.member_metadata import assigned_partitions
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafkapy.protocol.consumer_protocol import assigned_partitions
+from kafkapy.protocol.errors import KafkaError, TimeoutException, UnknownTopicOrPartitionException, for_code
 
 # Versions whose shapes this module builds and reads (the broker may serve more).
 _VERSIONS = {
@@ -32,7 +33,7 @@ _VERSIONS = {
     ApiKey.LIST_OFFSETS: (1, 7),
 }
 _RETRIABLE_COORDINATOR = {14, 15, 16}  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
-EARLIEST, LATEST = -2, -1
+EARLIEST, LATEST = EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 TP = tuple[str, int]
 
 
@@ -251,7 +252,7 @@ class GroupAdmin:
     def partitions_of(self, topic: str) -> list[int]:
         md = self.metadata([topic])
         if topic not in md:
-            raise for_code(3, f"Topic '{topic}' does not exist")
+            raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist")
         return sorted(md[topic])
 
     def list_offsets(self, partitions: list[TP], timestamp: int) -> dict[TP, int]:

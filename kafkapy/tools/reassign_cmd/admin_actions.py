@@ -11,8 +11,8 @@ from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.client.configs import BROKER, TOPIC, incremental_alter_configs
 from kafkapy.client.log_dirs import alter_replica_log_dirs, describe_log_dirs
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaError, ReplicaNotAvailableException, UnknownTopicOrPartitionException
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     CANNOT_EXECUTE_BECAUSE_OF_EXISTING,
     YOU_MUST_RUN_VERIFY_PERIODICALLY,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kazoo.exceptions import NodeExistsError
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.zk.admin_zk_client import AdminZkClient
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.reassign_cmd.reassignment_json import (

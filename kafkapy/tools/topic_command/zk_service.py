@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from kazoo.exceptions import NodeExistsError
 
+from kafkapy.protocol.constants import NO_LEADER
 from kafkapy.protocol.errors import InvalidTopicException, TopicExistsException
 from kafkapy.server.zk.admin_zk_client import AdminZkClient, RackAwareMode
 from kafkapy.server.zk.config_znodes import ConfigType
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.server.zk.topic_name import is_internal
-from kafkapy.server.zk.topic_znodes import NO_LEADER, TopicPartition
+from kafkapy.server.zk.topic_znodes import TopicPartition
 from kafkapy.tools.topic_command.describe import (
     DescribeOptions,
     PartitionDescription,

@@ -22,7 +22,8 @@ from client_helpers import (
 
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.record_batch import build_batch, decode_records, iter_batches
+from kafkapy.protocol.record_batch import iter_batches
+from kafkapy.protocol.record_codec import build_batch, decode_records
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.testing import KafkapyCluster
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,7 +14,8 @@ import pytest
 
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.protocol.record_batch import build_batch, iter_batches
+from kafkapy.protocol.record_batch import iter_batches
+from kafkapy.protocol.record_codec import build_batch
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafkapy.client.assignors import ASSIGNORS, Member, parse_strategy, range_assign, round_robin_assign
-from kafkapy.client.cluster import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 
 
 def tps(*names: str) -> list[TopicPartition]:

@@ -10,7 +10,7 @@ import pytest
 from kafkapy.client.records import decode_record_set
 from kafkapy.protocol.compression import codec_for, compress, decompress
 from kafkapy.protocol.errors import CorruptRecordException
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 
 DATA = os.urandom(50) * 2000 + b"tail"
 

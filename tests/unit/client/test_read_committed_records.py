@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from kafkapy.client.records import decode_record_set
 from kafkapy.protocol.control_records import ControlRecordType, EndTxnMarker, build_control_batch
-from kafkapy.protocol.record_batch import build_batch, set_base_offset
+from kafkapy.protocol.record_batch import set_base_offset
+from kafkapy.protocol.record_codec import build_batch
 
 
 def at(offset: int, batch: bytearray) -> bytes:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from kafkapy.common.java_hash import java_string_hash
 from kafkapy.consumer_legacy.assignors import (
     AssignmentContext,
     assign,
-    java_string_hash,
     range_assign,
     roundrobin_assign,
 )

@@ -14,7 +14,7 @@ from kafkapy.consumer_legacy.stream import (
     PartitionTopicInfo,
     clear_queue,
 )
-from kafkapy.protocol.record_batch import Record
+from kafkapy.protocol.record_codec import Record
 
 
 def recs(*offsets: int) -> list[Record]:

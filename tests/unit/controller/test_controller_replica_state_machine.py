@@ -2,8 +2,8 @@
 
 from controller_fakes import FakeZk, assign, make_batch, make_context
 
+from kafkapy.protocol.constants import NO_LEADER
 from kafkapy.server.controller.leader_and_isr import (
-    NO_LEADER,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,

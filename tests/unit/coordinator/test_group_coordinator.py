@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from kafka.codec import gzip_encode
 
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.consumer_protocol import encode_assignment, encode_subscription
 from kafkapy.protocol.errors import (
     GroupNotEmptyException,
     GroupSubscribedToTopicException,
@@ -22,14 +24,13 @@ from kafkapy.protocol.errors import (
     RebalanceInProgressException,
     UnknownMemberIdException,
 )
-from kafkapy.protocol.record_batch import CRC_OFFSET, HEADER_SIZE, build_batch, compute_crc
+from kafkapy.protocol.record_batch import CRC_OFFSET, HEADER_SIZE, compute_crc
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 from kafkapy.server.coordinator.group_metadata import GroupState
-from kafkapy.server.coordinator.member_metadata import encode_assignment, encode_subscription
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replica_manager import ProduceResult
 
 TOPIC = "__consumer_offsets"
@@ -127,7 +128,7 @@ def test_new_member_gets_an_id_first_then_leads_a_one_member_group(tmp_path: Pat
         joined = await join(gc, member_id, require_known_member_id=True)
         assert (joined["error_code"], joined["generation_id"], joined["leader"]) == (0, 1, member_id)
         assert [m["member_id"] for m in joined["members"]] == [member_id]
-        assignment = encode_assignment({"t": [0, 1]})
+        assignment = encode_assignment([("t", 0), ("t", 1)])
         synced = await sync(gc, member_id, 1, {member_id: assignment})
         assert (synced["error_code"], synced["assignment"]) == (0, assignment)
         assert gc.manager.get_group("g").state == GroupState.STABLE

@@ -6,13 +6,14 @@ import itertools
 
 import pytest
 
+from kafkapy.protocol.consumer_protocol import encode_subscription
 from kafkapy.server.coordinator.group_metadata import (
     VALID_PREVIOUS_STATES,
     GroupMetadata,
     GroupState,
     IllegalGroupStateTransition,
 )
-from kafkapy.server.coordinator.member_metadata import MemberMetadata, encode_subscription
+from kafkapy.server.coordinator.member_metadata import MemberMetadata
 
 S = GroupState
 KAFKA_TRANSITIONS = {

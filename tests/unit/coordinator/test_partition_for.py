@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.server.coordinator.group_metadata_manager import java_string_hash, kafka_abs, partition_for
+from kafkapy.common.java_hash import java_string_hash, kafka_abs
+from kafkapy.server.coordinator.group_metadata_manager import partition_for
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkapy.protocol.control_records import ControlRecordType, EndTxnMarker, build_control_batch
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.coordinator import offsets_codec as codec
 from kafkapy.server.coordinator.group_metadata_manager import _read_partition
 from kafkapy.server.log.log import Log

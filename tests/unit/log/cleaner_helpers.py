@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import os
 
-from kafkapy.protocol.compression import decode_batch_records
-from kafkapy.protocol.record_batch import Record, build_batch
+from kafkapy.protocol.record_codec import Record, build_batch, decode_batch_records
 from kafkapy.server.log.cleaner.cleaner import Cleaner, CleanerStats, LogToClean
 from kafkapy.server.log.cleaner.offset_map import SkimpyOffsetMap
 from kafkapy.server.log.cleaner.throttler import Throttler

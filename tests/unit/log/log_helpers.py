@@ -3,7 +3,8 @@ from __future__ import annotations
 import os
 
 from kafkapy.protocol.file_region import FileRegion
-from kafkapy.protocol.record_batch import build_batch, iter_batches, read_header
+from kafkapy.protocol.record_batch import iter_batches, read_header
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.fetch_data_info import FetchDataInfo
 from kafkapy.server.log.log_config import LogConfig
 

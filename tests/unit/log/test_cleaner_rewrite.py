@@ -9,16 +9,16 @@ import pytest
 from cleaner_helpers import all_records, clean_once, keyed, latest_by_key, make_cleaner, set_mtime
 from log_helpers import FakeClock, small_config
 
-from kafkapy.protocol.compression import compress_batch
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import InvalidRecordException
 from kafkapy.protocol.record_batch import CompressionType
+from kafkapy.protocol.record_codec import compress_batch
 from kafkapy.server.log.cleaner.cleaner import CleanerStats
 from kafkapy.server.log.cleaner.cleaner_manager import LogCleanerManager
 from kafkapy.server.log.cleaner.segment_groups import group_segments_by_size
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.segment_swap import SegmentsChangedError
-from kafkapy.server.log.topic_partition import TopicPartition
 
 
 def compact_config(**overrides: object) -> LogConfig:

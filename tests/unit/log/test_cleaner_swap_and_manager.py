@@ -12,6 +12,7 @@ import pytest
 from cleaner_helpers import all_records, keyed, latest_by_key, make_cleaner
 from log_helpers import small_config
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.cleaner.cleaner import LogToClean
 from kafkapy.server.log.cleaner.cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig
@@ -20,7 +21,6 @@ from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_manager import LogManager
 from kafkapy.server.log.offset_checkpoint import OffsetCheckpointFile
 from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, SWAP_SUFFIX, change_file_suffixes
-from kafkapy.server.log.topic_partition import TopicPartition
 
 
 def compact_config(**overrides: object) -> LogConfig:

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from kafkapy.protocol.record_batch import NO_TIMESTAMP
+from kafkapy.protocol.constants import NO_TIMESTAMP
 from kafkapy.server.log.abstract_index import CorruptIndexException, IndexFullError, InvalidOffsetException
 from kafkapy.server.log.offset_index import OffsetIndex, OffsetPosition
 from kafkapy.server.log.time_index import TimeIndex, TimestampOffset

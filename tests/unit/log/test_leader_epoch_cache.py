@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.constants import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.leader_epoch_cache import (
     LEADER_EPOCH_CHECKPOINT,
-    UNDEFINED_EPOCH,
-    UNDEFINED_EPOCH_OFFSET,
     EpochEntry,
     LeaderEpochCheckpointFile,
     LeaderEpochFileCache,

@@ -9,7 +9,8 @@ from kafkapy.protocol.errors import (
     OffsetOutOfRangeException,
     RecordTooLargeException,
 )
-from kafkapy.protocol.record_batch import TimestampType, decode_records, iter_batches, read_header
+from kafkapy.protocol.record_batch import TimestampType, iter_batches, read_header
+from kafkapy.protocol.record_codec import decode_records
 from kafkapy.server.log.fetch_data_info import TimestampAndOffset
 from kafkapy.server.log.log import Log, OffsetsOutOfOrderException, UnexpectedAppendOffsetException
 from kafkapy.server.log.log_config import LogConfig

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.log_config import BROKER_TO_TOPIC_CONFIG, TOPIC_CONFIG_DEF, ConfigException, LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 
 
 def test_defaults_are_kafkas() -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from log_helpers import fetched_offsets, records, region_bytes, small_config
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.log import Log
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.log_dir_mover import LogDirMoves
 
 TP = TopicPartition("t", 0)

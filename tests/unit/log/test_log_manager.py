@@ -7,10 +7,10 @@ import threading
 import pytest
 from log_helpers import FakeClock, fetched_offsets, records, small_config
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.record_batch import read_header
 from kafkapy.server.log.log_manager import CLEAN_SHUTDOWN_FILE, LogDirLockedException, LogManager
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError, OffsetCheckpointFile
-from kafkapy.server.log.topic_partition import TopicPartition
 
 TP = TopicPartition("my-topic", 0)
 SIZE = read_header(records(1)).size

@@ -6,11 +6,13 @@ import time
 
 import pytest
 
-from kafkapy.client.cluster import BrokerNode, ClusterMetadata, PartitionMetadata, TopicPartition
+from kafkapy.client.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkapy.client.records import decode_record_set
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer.accumulator import BufferExhaustedError, RecordAccumulator
-from kafkapy.producer.batch import ProducerBatch, encoded_headers
-from kafkapy.protocol.record_batch import decode_records, read_header, validate_records
+from kafkapy.producer.batch import ProducerBatch
+from kafkapy.protocol.record_batch import read_header, validate_records
+from kafkapy.protocol.record_codec import decode_records, encode_headers
 
 TP = TopicPartition("t", 0)
 
@@ -18,7 +20,7 @@ TP = TopicPartition("t", 0)
 def filled_batch(records: list[tuple[bytes | None, bytes | None, int]], codec: int = 0) -> ProducerBatch:
     batch = ProducerBatch(TP, 1 << 20, records[0][2], 0.0, None)
     for key, value, ts in records:
-        assert batch.try_append(ts, key, value, None) is not None
+        assert batch.append(ts, key, value, None) >= 0
     batch.base_sequence = 7
     batch.close(codec, 1000, 3)
     return batch
@@ -53,18 +55,18 @@ def test_compressed_batches_keep_the_header_plain_and_decode(codec: int) -> None
 
 def test_headers_are_encoded_per_record() -> None:
     batch = ProducerBatch(TP, 1 << 20, 0, 0.0, None)
-    batch.try_append(0, None, b"v", encoded_headers([("a", b"1"), ("b", None)]))
+    batch.append(0, None, b"v", encode_headers([("a", b"1"), ("b", None)]))
     batch.close(0, -1, -1)
     assert decode_records(batch.buf)[0].headers == (("a", b"1"), ("b", None))
 
 
 def test_a_batch_refuses_records_past_its_size_but_always_takes_the_first() -> None:
     batch = ProducerBatch(TP, 200, 0, 0.0, None)
-    assert batch.try_append(0, None, b"x" * 500, None) is not None
-    assert batch.try_append(0, None, b"x", None) is None
+    assert batch.append(0, None, b"x" * 500, None) == 0
+    assert batch.append(0, None, b"x", None) == -1
     capped = ProducerBatch(TP, 10_000, 0, 0.0, max_records=2)
-    assert capped.try_append(0, None, b"a", None) and capped.try_append(0, None, b"b", None)
-    assert capped.try_append(0, None, b"c", None) is None
+    assert (capped.append(0, None, b"a", None), capped.append(0, None, b"b", None)) == (0, 1)
+    assert capped.append(0, None, b"c", None) == -1
 
 
 def accumulator(**overrides: int) -> RecordAccumulator:

@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from kafkapy.protocol.consumer_protocol import (
     Assignment,
     Subscription,
+    assigned_partitions,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
+    subscribed_topics,
 )
 from kafkapy.protocol.errors import ProtocolError
 
@@ -77,3 +79,11 @@ def test_assignment_round_trips(partitions: dict[str, set[int]], user_data: byte
     flat = sorted((t, p) for t, ps in partitions.items() for p in ps)
     got = decode_assignment(encode_assignment(flat, user_data))
     assert sorted(got.partitions) == flat and got.user_data == user_data
+
+
+def test_the_coordinators_lenient_reads_give_nothing_for_bytes_they_cannot_parse() -> None:
+    assert subscribed_topics(encode_subscription(["b", "a"])) == {"a", "b"}
+    assert assigned_partitions(encode_assignment([("t", 1), ("t", 0)])) == [("t", 0), ("t", 1)]
+    assert subscribed_topics(b"\x00\x00\x7f\xff\xff\xff") is None
+    assert assigned_partitions(b"") == []
+    assert assigned_partitions(b"\x00\x00\x00\x00\x00\x01\x00") == []

@@ -11,13 +11,7 @@ import cramjam
 import lz4.frame
 import pytest
 
-from kafkapy.protocol.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES,
-    compress,
-    decode_batch_records,
-    decompress,
-    zstd_max_output,
-)
+from kafkapy.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, compress, decompress, zstd_max_output
 from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import (
     ATTRIBUTES_OFFSET,
@@ -25,10 +19,9 @@ from kafkapy.protocol.record_batch import (
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
-    build_batch,
     compute_crc,
-    decode_records,
 )
+from kafkapy.protocol.record_codec import build_batch, decode_batch_records, decode_records
 
 MB = 1024 * 1024
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from kafkapy.protocol import generate, messages
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.generated.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkapy.protocol.generated.metadata_response import MetadataResponse
 from kafkapy.protocol.message import Message
-from kafkapy.protocol.primitives import ZERO_UUID
 
 
 @pytest.mark.timeout(60)

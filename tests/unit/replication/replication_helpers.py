@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.partition import Partition
 
 TP = TopicPartition("t", 0)

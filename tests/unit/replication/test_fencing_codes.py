@@ -15,8 +15,10 @@ import pytest
 from replication_helpers import TP, batch, leader_partition
 from test_replica_manager_replication import leader_and_isr, replica_manager
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import (
     FencedLeaderEpochException,
     NotLeaderOrFollowerException,
@@ -24,15 +26,9 @@ from kafkapy.protocol.errors import (
     UnknownLeaderEpochException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.server.apis.list_offsets import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    handle_list_offsets,
-    offset_for,
-)
+from kafkapy.server.apis.list_offsets import handle_list_offsets, offset_for
 from kafkapy.server.apis.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replica_manager import EpochEndOffset, ReplicaManager
 
 FENCED = FencedLeaderEpochException.code

@@ -11,18 +11,19 @@ import pytest
 from replication_helpers import TP, batch
 
 from kafkapy.client.connection import ConnectionClosedError
+from kafkapy.common.java_hash import java_string_hash
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
     UnsupportedVersionException,
 )
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.follower_rules import follower_high_watermark, follower_records, out_of_range_action
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
-from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager, fetcher_id, java_string_hash
+from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager, fetcher_id
 from kafkapy.server.replica_fetcher_thread import (
     BrokerEndPoint,
     FetcherConfig,

@@ -12,6 +12,7 @@ from typing import Any
 from replication_helpers import TP, batch
 from test_isr_manager import FakeZk, zk_with
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.generated.leader_and_isr_request import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
@@ -20,7 +21,6 @@ from kafkapy.protocol.generated.leader_and_isr_request import (
 )
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replica_fetcher_thread import InitialFetchState
 from kafkapy.server.replica_manager import ProduceResult, ReplicaManager
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.replication_quota import (
     Rate,
     ReplicationQuotaConfig,

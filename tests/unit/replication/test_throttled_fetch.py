@@ -12,8 +12,8 @@ from typing import Any
 from replication_helpers import TP, batch
 from test_replica_manager_replication import leader_and_isr, replica_manager
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.log_config import LogConfig
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replica_fetcher_thread import (
     BrokerEndPoint,
     FetcherConfig,

@@ -8,17 +8,16 @@ import struct
 import pytest
 from click.testing import CliRunner
 
-from kafkapy.protocol.compression import compress_batch
 from kafkapy.protocol.record_batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
     Attr,
     CompressionType,
-    build_batch,
     compute_crc,
     read_header,
     set_base_offset,
 )
+from kafkapy.protocol.record_codec import build_batch, compress_batch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_segment import LogSegment
 from kafkapy.tools.dump_log import main

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkapy.protocol.control_records import ControlRecordType, EndTxnMarker, build_control_batch
-from kafkapy.protocol.record_batch import build_batch
+from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.transaction import transaction_log as txn_log

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kafkapy.client.log_dirs import LogDirDescription, ReplicaInfo
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.apis.log_dirs import describe_log_dirs
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.tools.log_dirs import format_as_json
 
 

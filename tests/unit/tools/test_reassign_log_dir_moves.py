@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.tools.reassign_cmd import admin_actions
 from kafkapy.tools.reassign_cmd.reassignment_json import AdminCommandFailedError, TerseReassignmentFailure
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     AdminCommandFailedError,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.tools.reassign_cmd.throttles import (
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,

@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.cleaner.cleaner import LogCleaningAbortedError, LogToClean
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.offset_checkpoint import OffsetCheckpointFile
-from kafkapy.server.log.topic_partition import TopicPartition
 
 logger = logging.getLogger("kafkapy.log.LogCleaner")
 

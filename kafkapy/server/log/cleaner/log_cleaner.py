@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.log.cleaner.cleaner import Cleaner, CleanerStats, LogCleaningAbortedError
 from kafkapy.server.log.cleaner.cleaner_manager import LogCleanerManager
 from kafkapy.server.log.cleaner.offset_map import SkimpyOffsetMap
 from kafkapy.server.log.cleaner.throttler import Throttler
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.segment_swap import SegmentsChangedError
-from kafkapy.server.log.topic_partition import TopicPartition
 
 logger = logging.getLogger("kafkapy.log.LogCleaner")
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkapy.protocol.compression import compress, decompress
+from kafkapy.protocol.constants import NO_TIMESTAMP
 from kafkapy.protocol.errors import CorruptRecordException, InvalidRecordException
 from kafkapy.protocol.record_batch import (
     _U32,
@@ -23,14 +24,13 @@ from kafkapy.protocol.record_batch import (
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
-    NO_TIMESTAMP,
     Attr,
     BatchHeader,
     CompressionType,
     TimestampType,
-    _get_varint,
     compute_crc,
 )
+from kafkapy.protocol.record_codec import record_varint
 
 # (offset, key or None, is a tombstone, timestamp) -> keep the record?
 RetainRecord = Callable[[int, "bytes | None", bool, int], bool]
@@ -60,19 +60,19 @@ def records_of(header: BatchHeader, body: memoryview) -> list[RawRecord]:
     pos, end = 0, len(body)
     for _ in range(header.records_count):
         start = pos
-        length, pos = _get_varint(body, pos)
+        length, pos = record_varint(body, pos)
         rec_end = pos + length
         if rec_end > end:
             raise CorruptRecordException("Record extends past the end of its batch")
         pos += 1  # record attributes
-        ts_delta, pos = _get_varint(body, pos)
-        offset_delta, pos = _get_varint(body, pos)
-        key_len, pos = _get_varint(body, pos)
+        ts_delta, pos = record_varint(body, pos)
+        offset_delta, pos = record_varint(body, pos)
+        key_len, pos = record_varint(body, pos)
         key = None
         if key_len >= 0:
             key = bytes(body[pos : pos + key_len])
             pos += key_len
-        value_len, _ = _get_varint(body, pos)
+        value_len, _ = record_varint(body, pos)
         ts = header.max_timestamp if log_append else header.base_timestamp + ts_delta
         out.append(RawRecord(start, rec_end, header.base_offset + offset_delta, ts, key, value_len < 0))
         pos = rec_end
