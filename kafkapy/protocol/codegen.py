@@ -20,7 +20,7 @@ from typing import Any
 from kafkapy.protocol import primitives as prim
 from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import ProtocolError
-from kafkapy.protocol.message import MISSING, Message, attr_name, build_classes
+from kafkapy.protocol.message import MISSING, Message, attr_name, classes_for
 from kafkapy.protocol.schema import FACTORY, Field, Spec
 
 # (buffer, position, budget) -> (message, new position). `budget` is a one-element list: the
@@ -48,7 +48,7 @@ class _Compiler:
         self.spec = spec
         self.version = version
         self.flexible = version in spec.flexible
-        self.classes = build_classes(spec)
+        self.classes = classes_for(spec)
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
             "_uv": prim.read_uvarint, "_wuv": prim.write_uvarint, "_fail": _fail,
@@ -229,8 +229,11 @@ class _Compiler:
         self.lines.extend(out)
 
     def default_expr(self, f: Field) -> str:
-        # MISSING makes the class __init__ build a fresh list/struct; scalars are shared.
-        return "_M" if f.default is FACTORY else self.const(f.default)
+        # MISSING makes the class __init__ build a fresh list/struct; scalars and the zero UUID
+        # are shared.
+        if f.default is FACTORY:
+            return self.const(ZERO_UUID) if f.type == "uuid" and not f.is_array else "_M"
+        return self.const(f.default)
 
     def gen_tag_reader(self, out: list[str], tagged: list[tuple[Field, str]]) -> None:
         where = self.spec.name

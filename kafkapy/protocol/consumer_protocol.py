@@ -12,7 +12,6 @@ v1; we send v1 (owned partitions, no generation or rack, which only the sticky a
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,9 +19,8 @@ from typing import Any, Final
 
 from kafkapy.protocol.codegen import Decoder, Encoder, compile_spec
 from kafkapy.protocol.errors import ProtocolError
-from kafkapy.protocol.schema import parse_spec
+from kafkapy.protocol.schema import data_spec
 
-_SPECS: Final = "kafka.protocol.schemas.resources"
 SUBSCRIPTION_VERSION: Final = 1
 ASSIGNMENT_VERSION: Final = 1
 _VERSION: Final = struct.Struct(">h")
@@ -45,7 +43,7 @@ class Assignment:
 
 @functools.cache
 def _codec(name: str, version: int) -> tuple[Decoder, Encoder, int]:
-    spec = parse_spec(importlib.resources.files(_SPECS).joinpath(f"{name}.json").read_text("utf-8"))
+    spec = data_spec(name)
     version = min(version, spec.valid.high)
     decoder, encoder, _ = compile_spec(spec, version)
     return decoder, encoder, version

@@ -18,12 +18,13 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 from kafkapy.protocol import messages
 from kafkapy.protocol import primitives as prim
 from kafkapy.protocol.errors import UnsupportedVersionException
 from kafkapy.protocol.file_region import FileRegion
+from kafkapy.protocol.generated.fetch_request import FetchRequest
 
 MIN_VERSION: Final = 4
 MAX_VERSION: Final = 16
@@ -56,9 +57,15 @@ class FetchTopicData(NamedTuple):
     partitions: Sequence[FetchPartitionData]
 
 
-def decode_fetch_request(version: int, buf: bytes | memoryview, offset: int = 0) -> messages.Message:
-    """A Fetch request (`replica_id`, `max_wait_ms`, `min_bytes`, `topics[].partitions[]`...)."""
-    return messages.decode_request(1, version, buf, offset)
+def decode_fetch_request(
+    version: int,
+    buf: bytes | memoryview,
+    offset: int = 0,
+    max_elements: int = messages.DEFAULT_MAX_REQUEST_ELEMENTS,
+) -> FetchRequest:
+    """A Fetch request (`replica_id`, `max_wait_ms`, `min_bytes`, `topics[].partitions[]`...):
+    the generic codec's generated class; only the response is written by hand."""
+    return cast(FetchRequest, messages.decode_request(1, version, buf, offset, max_elements))
 
 
 def segment_length(segment: Segment) -> int:

@@ -3,18 +3,18 @@
 One class per struct of a spec (the top-level message, and each nested struct such as
 `MetadataRequestTopic`), holding the union of the fields of every version: fields a version
 does not carry keep their spec default, so handlers read `req.allow_auto_topic_creation`
-without checking the version first. Classes are made from the spec once, with a generated
-positional `__init__` (the decoder's hot path), and cached per (spec, struct).
+without checking the version first. The classes are checked in, written by
+`kafkapy.protocol.generate` into `kafkapy/protocol/generated/<spec>.py` with typed attributes
+and a positional `__init__` (the decoder's hot path); this module holds their base class.
 """
 
 from __future__ import annotations
 
+import importlib
 import keyword
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kafkapy.protocol.constants import ZERO_UUID
-from kafkapy.protocol.schema import FACTORY, Field, Spec
+from kafkapy.protocol.schema import Field, Spec, snake_case
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
@@ -68,56 +68,39 @@ def attr_name(f: Field) -> str:
     return f.attr + "_" if keyword.iskeyword(f.attr) else f.attr
 
 
-def default_value(f: Field, classes: Mapping[str, type[Message]]) -> Any:
-    """A fresh default for `f` (new list, new struct) each call."""
-    if f.default is not FACTORY:
-        return f.default
-    if f.is_array:
-        return []
-    if f.type == "uuid":
-        return ZERO_UUID
-    return classes[f.type]()
+def module_name(spec_name: str) -> str:
+    """The generated module of a spec: `MetadataRequest` -> `metadata_request`."""
+    return snake_case(spec_name)
 
 
-def _make_class(name: str, fields: tuple[Field, ...], classes: dict[str, type[Message]]) -> type[Message]:
-    attrs = [attr_name(f) for f in fields]
-    ns: dict[str, Any] = {"_M": MISSING, "_ZU": ZERO_UUID, "_classes": classes}
-    params, body = [], []
-    for i, (f, attr) in enumerate(zip(fields, attrs, strict=True)):
-        if f.default is FACTORY:
-            params.append(f"{attr}=_M")
-            if f.is_array:
-                fresh = "[]"
-            elif f.type == "uuid":
-                fresh = "_ZU"
-            else:
-                fresh = f"_classes[{f.type!r}]()"
-            body.append(f"    self.{attr} = {fresh} if {attr} is _M else {attr}")
-        else:
-            ns[f"_d{i}"] = f.default
-            params.append(f"{attr}=_d{i}")
-            body.append(f"    self.{attr} = {attr}")
-    src = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass")
-    if not params:
-        src = "def __init__(self):\n    pass"
-    exec(compile(src, f"<kafkapy message {name}>", "exec"), ns)
-    return type(
-        name,
-        (Message,),
-        {"__slots__": tuple(attrs), "_fields": tuple(attrs), "_kafka_name": name, "__init__": ns["__init__"]},
-    )
-
-
-def build_classes(spec: Spec) -> dict[str, type[Message]]:
-    """Classes for the top-level message (keyed by spec name) and every nested struct."""
-    classes: dict[str, type[Message]] = {}
+def struct_fields(spec: Spec) -> dict[str, tuple[Field, ...]]:
+    """Every struct of a spec (the top-level message under the spec's name), children first."""
+    found: dict[str, tuple[Field, ...]] = {}
 
     def visit(name: str, fields: tuple[Field, ...]) -> None:
         for f in fields:
-            if f.is_struct and f.type not in classes:
+            if f.is_struct and f.type not in found:
                 visit(f.type, f.fields)
-        if name not in classes:
-            classes[name] = _make_class(name, fields, classes)
+        found.setdefault(name, fields)
 
     visit(spec.name, spec.fields)
+    return found
+
+
+class StaleGeneratedCode(RuntimeError):
+    """The checked-in classes do not match the specs: run `python -m kafkapy.protocol.generate`."""
+
+
+def classes_for(spec: Spec) -> dict[str, type[Message]]:
+    """The checked-in generated classes of a spec, by struct name, checked against the spec."""
+    try:
+        module = importlib.import_module(f"kafkapy.protocol.generated.{module_name(spec.name)}")
+    except ModuleNotFoundError as e:
+        raise StaleGeneratedCode(f"no generated module for {spec.name}: {StaleGeneratedCode.__doc__}") from e
+    classes: dict[str, type[Message]] = {}
+    for name, fields in struct_fields(spec).items():
+        cls = getattr(module, name, None)
+        if cls is None or cls._fields != tuple(attr_name(f) for f in fields):
+            raise StaleGeneratedCode(f"{module.__name__}.{name}: {StaleGeneratedCode.__doc__}")
+        classes[name] = cls
     return classes

@@ -165,6 +165,16 @@ def all_specs() -> dict[tuple[int, str], Spec]:
     return specs
 
 
+# The "data" specs the codec compiles besides the API bodies: the consumer protocol's payloads.
+DATA_SPECS: Final = ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment")
+
+
+@functools.cache
+def data_spec(name: str) -> Spec:
+    """One of DATA_SPECS, from kafka-python's package data."""
+    return parse_spec(importlib.resources.files(_KAFKA_PYTHON_SPECS).joinpath(f"{name}.json").read_text("utf-8"))
+
+
 def get_spec(api_key: int, kind: str) -> Spec | None:
     return all_specs().get((int(api_key), kind))
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.protocol.constants import LEADER_DURING_DELETE, ZERO_UUID
+from kafkapy.protocol.generated.update_metadata_request import UpdateMetadataRequest
 
 log = logging.getLogger("kafkapy.server.MetadataCache")
 
@@ -47,7 +48,7 @@ class MetadataCache:
 
     # -- updates ------------------------------------------------------------------------------
 
-    def update_metadata(self, request: Any) -> list[tuple[str, int]]:
+    def update_metadata(self, request: UpdateMetadataRequest) -> list[tuple[str, int]]:
         """Apply an UpdateMetadata request; returns the partitions it deleted."""
         self.controller_id = request.controller_id if request.controller_id >= 0 else None
         brokers: dict[int, BrokerMetadata] = {}

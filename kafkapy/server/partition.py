@@ -39,6 +39,7 @@ from kafkapy.protocol.errors import (
     NotLeaderOrFollowerException,
     UnknownLeaderEpochException,
 )
+from kafkapy.protocol.generated.leader_and_isr_request import LeaderAndIsrPartitionState
 from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
 
 if TYPE_CHECKING:
@@ -118,7 +119,11 @@ class Partition:
     # -- LeaderAndIsr ---------------------------------------------------------------------------
 
     def make_leader(
-        self, state: Any, controller_epoch: int, topic_id: uuid.UUID, at_ms: int | None = None
+        self,
+        state: LeaderAndIsrPartitionState,
+        controller_epoch: int,
+        topic_id: uuid.UUID,
+        at_ms: int | None = None,
     ) -> bool:
         """Apply a LeaderAndIsr partition state naming this broker leader; True if it is new."""
         at_ms = now_ms() if at_ms is None else at_ms
@@ -149,7 +154,9 @@ class Partition:
         self.maybe_increment_high_watermark(at_ms)
         return not was_leader
 
-    def make_follower(self, state: Any, controller_epoch: int, topic_id: uuid.UUID) -> bool:
+    def make_follower(
+        self, state: LeaderAndIsrPartitionState, controller_epoch: int, topic_id: uuid.UUID
+    ) -> bool:
         """True if the leader or its epoch changed (the fetcher must start over)."""
         changed = self.leader_id != state.leader or state.leader_epoch != self.leader_epoch
         self._apply_state(state, controller_epoch, topic_id)
@@ -158,7 +165,9 @@ class Partition:
         result: bool = changed
         return result
 
-    def _apply_state(self, state: Any, controller_epoch: int, topic_id: uuid.UUID) -> None:
+    def _apply_state(
+        self, state: LeaderAndIsrPartitionState, controller_epoch: int, topic_id: uuid.UUID
+    ) -> None:
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
         self.partition_epoch = state.partition_epoch

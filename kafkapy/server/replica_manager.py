@@ -44,6 +44,14 @@ from kafkapy.protocol.errors import (
     error_code,
 )
 from kafkapy.protocol.file_region import FileRegion
+from kafkapy.protocol.generated.leader_and_isr_request import LeaderAndIsrPartitionState, LeaderAndIsrRequest
+from kafkapy.protocol.generated.leader_and_isr_response import (
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrResponse,
+    LeaderAndIsrTopicError,
+)
+from kafkapy.protocol.generated.stop_replica_request import StopReplicaRequest
+from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from kafkapy.server.isr_manager import IsrManager
 from kafkapy.server.log_dir_failure_handler import LogDirFailureHandler
 from kafkapy.server.metrics.meters import BrokerTopicStats
@@ -162,7 +170,9 @@ class ReplicaManager:
 
     # -- controller requests --------------------------------------------------------------------
 
-    def become_leader_or_follower(self, request: Any, topic_configs: dict[str, Any]) -> dict[str, Any]:
+    def become_leader_or_follower(
+        self, request: LeaderAndIsrRequest, topic_configs: dict[str, Any]
+    ) -> LeaderAndIsrResponse:
         """Apply LeaderAndIsr; `topic_configs` holds the LogConfig of each topic (read off-loop)."""
         if request.controller_epoch < self.controller_epoch:
             state_change_log.warning(
@@ -173,7 +183,7 @@ class ReplicaManager:
                 request.controller_epoch,
                 self.controller_epoch,
             )
-            return {"error_code": STALE_CONTROLLER_EPOCH, "topics": []}
+            return LeaderAndIsrResponse(error_code=STALE_CONTROLLER_EPOCH)
         self.controller_epoch = request.controller_epoch
         leaders = {
             ll.broker_id: BrokerEndPoint(ll.broker_id, ll.host_name, ll.port) for ll in request.live_leaders
@@ -196,22 +206,22 @@ class ReplicaManager:
                         "[Broker id=%d] Error applying LeaderAndIsr for %s", self.broker_id, tp
                     )
                     code = KafkaStorageException.code
-                errors.append({"partition_index": ps.partition_index, "error_code": code})
+                errors.append(LeaderAndIsrPartitionError(partition_index=ps.partition_index, error_code=code))
                 if code == 0 and (future := self.log_manager.take_future_log(tp)) is not None:
                     # A log-dir move the last run did not finish: carry on now the replica is hosted
                     # (Kafka's becomeLeaderOrFollower starts its ReplicaAlterLogDirsThread here).
                     self.log_manager.moves.resume(tp, self.partitions[tp].log, future)
-            topics_out.append({"topic_id": topic_id, "partition_errors": errors})
+            topics_out.append(LeaderAndIsrTopicError(topic_id=topic_id, partition_errors=errors))
         if new_fetches:
             self.fetcher_manager.add_fetcher_for_partitions(new_fetches)
         self.fetcher_manager.shutdown_idle_fetcher_threads()
-        return {"error_code": 0, "topics": topics_out}
+        return LeaderAndIsrResponse(error_code=0, topics=topics_out)
 
     def _apply_partition_state(
         self,
         tp: TopicPartition,
-        ps: Any,
-        request: Any,
+        ps: LeaderAndIsrPartitionState,
+        request: LeaderAndIsrRequest,
         topic_id: uuid.UUID,
         config: Any,
         leaders: dict[int, BrokerEndPoint],
@@ -283,11 +293,11 @@ class ReplicaManager:
         )
         return 0
 
-    def stop_replicas(self, request: Any) -> dict[str, Any]:
+    def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
         if request.controller_epoch < self.controller_epoch:
-            return {"error_code": STALE_CONTROLLER_EPOCH, "partition_errors": []}
+            return StopReplicaResponse(error_code=STALE_CONTROLLER_EPOCH)
         self.controller_epoch = request.controller_epoch
-        out = []
+        out: list[StopReplicaPartitionError] = []
         # Fetchers go first: once this returns, no fetcher writes to these logs any more.
         self.fetcher_manager.remove_fetcher_for_partitions(
             TopicPartition(ts.topic_name, ps.partition_index)
@@ -298,8 +308,9 @@ class ReplicaManager:
             for ps in ts.partition_states:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
                 if tp in self.offline_partitions:  # its log dir failed: nothing can be stopped or deleted
-                    out.append({"topic_name": tp.topic, "partition_index": tp.partition,
-                                "error_code": KafkaStorageException.code})
+                    out.append(StopReplicaPartitionError(
+                        topic_name=tp.topic, partition_index=tp.partition, error_code=KafkaStorageException.code
+                    ))  # fmt: skip
                     continue
                 partition = self.partitions.pop(tp, None)
                 if ps.delete_partition:
@@ -311,14 +322,16 @@ class ReplicaManager:
                     "[Broker id=%d] Stopped replica %s (delete=%s)", self.broker_id, tp, ps.delete_partition
                 )
                 self._complete_delayed(tp)
-                out.append({"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0})
+                out.append(
+                    StopReplicaPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=0)
+                )
         self.fetcher_manager.shutdown_idle_fetcher_threads()
         # A topic this broker no longer hosts loses its BrokerTopicMetrics, as in Kafka (the
         # all-topics counters keep what it counted).
         hosted = {tp.topic for tp in self.partitions}
         for topic in {ts.topic_name for ts in request.topic_states} - hosted:
             self.topic_stats.remove_topic(topic)
-        return {"error_code": 0, "partition_errors": out}
+        return StopReplicaResponse(error_code=0, partition_errors=out)
 
     def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> Partition:
         """The partition if this broker leads it in the request's leader epoch (KIP-320).

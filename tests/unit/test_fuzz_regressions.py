@@ -64,4 +64,4 @@ def test_delete_topics_of_a_topic_already_marked_for_deletion_is_not_an_error(
     request: Any = SimpleNamespace(header=SimpleNamespace(api_version=4))
     body = SimpleNamespace(topic_names=["gone"], timeout_ms=1000)
     response = asyncio.run(topics.handle_delete_topics(apis, request, body))
-    assert [(r["name"], r["error_code"]) for r in response["responses"]] == [("gone", 0)]
+    assert [(r.name, r.error_code) for r in response.responses] == [("gone", 0)]

@@ -45,7 +45,8 @@ def test_incremental_subtract_keeps_order_and_removes_all_named() -> None:
 def test_alter_configs_alters_a_repeated_resource_once() -> None:
     calls: list[str] = []
     resource = SimpleNamespace(resource_type=configs.TOPIC, resource_name="t", configs=[])
-    body = SimpleNamespace(resources=[resource] * 1000)
     request = Request(None, memoryview(b""), 0, "c", "127.0.0.1", "PLAINTEXT")
-    response = asyncio.run(configs._alter_each(_apis({}), request, body, lambda r: calls.append(r.resource_name)))
-    assert calls == ["t"] and len(response["responses"]) == 1
+    response = asyncio.run(
+        configs._alter_each(_apis({}), request, [resource] * 1000, lambda r: calls.append(r.resource_name))
+    )
+    assert calls == ["t"] and len(response) == 1

@@ -21,6 +21,20 @@ from kafkapy.protocol.errors import (
     SecurityDisabledException,
     UnknownServerException,
 )
+from kafkapy.protocol.generated.create_acls_request import AclCreation, CreateAclsRequest
+from kafkapy.protocol.generated.create_acls_response import AclCreationResult, CreateAclsResponse
+from kafkapy.protocol.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from kafkapy.protocol.generated.delete_acls_response import (
+    DeleteAclsFilterResult,
+    DeleteAclsMatchingAcl,
+    DeleteAclsResponse,
+)
+from kafkapy.protocol.generated.describe_acls_request import DescribeAclsRequest
+from kafkapy.protocol.generated.describe_acls_response import (
+    AclDescription,
+    DescribeAclsResource,
+    DescribeAclsResponse,
+)
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -64,7 +78,7 @@ def _authorizer(apis: KafkaApis) -> AclAuthorizer | None:
     return authorizer if isinstance(authorizer, AclAuthorizer) else None
 
 
-def _binding(c: Any) -> AclBinding:
+def _binding(c: AclCreation) -> AclBinding:
     """A CreateAcls creation as a binding; InvalidRequestException when it is not one."""
     resource_type = RESOURCE_TYPES.get(c.resource_type)
     pattern_type = PATTERN_TYPES.get(c.resource_pattern_type)
@@ -88,7 +102,7 @@ def _binding(c: Any) -> AclBinding:
     )
 
 
-def _filter(f: Any) -> AclBindingFilter:
+def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
     """A DescribeAcls/DeleteAcls filter; InvalidRequestException when a code is unknown."""
     def pick(table: dict[int, Any], code: int) -> Any:
         if code == ANY:
@@ -115,9 +129,9 @@ def _filter(f: Any) -> AclBindingFilter:
 
 
 @handles(ApiKey.DESCRIBE_ACLS)
-def handle_describe_acls(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    def error(code: int, message: str | None) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
+def handle_describe_acls(apis: KafkaApis, request: Request, body: DescribeAclsRequest) -> DescribeAclsResponse:
+    def error(code: int, message: str | None) -> DescribeAclsResponse:
+        return DescribeAclsResponse(throttle_time_ms=0, error_code=code, error_message=message, resources=[])
 
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
         return error(ClusterAuthorizationException.code, "Cluster authorization failed.")
@@ -132,23 +146,23 @@ def handle_describe_acls(apis: KafkaApis, request: Request, body: Any) -> dict[s
     for b in selected:
         by_pattern[b.pattern].append(b.entry)
     resources = [
-        {
-            "resource_type": RESOURCE_TYPE_CODES[p.resource_type],
-            "resource_name": p.name,
-            "pattern_type": PATTERN_TYPE_CODES[p.pattern_type],
-            "acls": [
-                {
-                    "principal": e.principal,
-                    "host": e.host,
-                    "operation": OPERATION_CODES[e.operation],
-                    "permission_type": PERMISSION_CODES[e.permission],
-                }
+        DescribeAclsResource(
+            resource_type=RESOURCE_TYPE_CODES[p.resource_type],
+            resource_name=p.name,
+            pattern_type=PATTERN_TYPE_CODES[p.pattern_type],
+            acls=[
+                AclDescription(
+                    principal=e.principal,
+                    host=e.host,
+                    operation=OPERATION_CODES[e.operation],
+                    permission_type=PERMISSION_CODES[e.permission],
+                )
                 for e in sorted(entries, key=_entry_key)
             ],
-        }
+        )
         for p, entries in sorted(by_pattern.items(), key=lambda kv: _pattern_key(kv[0]))
     ]
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "resources": resources}
+    return DescribeAclsResponse(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
 
 
 def _pattern_key(p: ResourcePattern) -> tuple[str, str, str]:
@@ -163,9 +177,9 @@ def _entry_key(e: AclEntry) -> tuple[str, str, str, str]:
 
 
 @handles(ApiKey.CREATE_ACLS)
-async def handle_create_acls(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_create_acls(apis: KafkaApis, request: Request, body: CreateAclsRequest) -> CreateAclsResponse:
     creations = list(body.creations)
-    results: list[dict[str, Any]] = [{"error_code": 0, "error_message": None} for _ in creations]
+    results = [AclCreationResult(error_code=0, error_message=None) for _ in creations]
     authorizer = _authorizer(apis)
     if not authorize_cluster(apis, request, Operation.ALTER):
         refused: tuple[int, str | None] | None = ClusterAuthorizationException.code, None
@@ -175,15 +189,15 @@ async def handle_create_acls(apis: KafkaApis, request: Request, body: Any) -> di
         refused = None
     if refused is not None:
         for r in results:
-            r["error_code"], r["error_message"] = refused
-        return {"throttle_time_ms": 0, "results": results}
+            r.error_code, r.error_message = refused
+        return CreateAclsResponse(throttle_time_ms=0, results=results)
     assert authorizer is not None
     wanted: dict[ResourcePattern, list[tuple[int, AclEntry]]] = defaultdict(list)
     for i, c in enumerate(creations):
         try:
             b = _binding(c)
         except InvalidRequestException as e:
-            results[i].update(error_code=e.code, error_message=e.message)
+            results[i].error_code, results[i].error_message = e.code, e.message
             continue
         wanted[b.pattern].append((i, b.entry))
 
@@ -201,15 +215,15 @@ async def handle_create_acls(apis: KafkaApis, request: Request, body: Any) -> di
         failed = await asyncio.get_running_loop().run_in_executor(None, write)
         for pattern, error in failed.items():
             for i, _ in wanted[pattern]:
-                results[i].update(error_code=UnknownServerException.code, error_message=str(error))
-    return {"throttle_time_ms": 0, "results": results}
+                results[i].error_code, results[i].error_message = UnknownServerException.code, str(error)
+    return CreateAclsResponse(throttle_time_ms=0, results=results)
 
 
 # -- DeleteAcls --------------------------------------------------------------------------------
 
 
 @handles(ApiKey.DELETE_ACLS)
-async def handle_delete_acls(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_delete_acls(apis: KafkaApis, request: Request, body: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = list(body.filters)
     authorizer = _authorizer(apis)
     if not authorize_cluster(apis, request, Operation.ALTER):
@@ -219,12 +233,13 @@ async def handle_delete_acls(apis: KafkaApis, request: Request, body: Any) -> di
     else:
         refused = None
     if refused is not None:
-        return {
-            "throttle_time_ms": 0,
-            "filter_results": [
-                {"error_code": refused[0], "error_message": refused[1], "matching_acls": []} for _ in filters
+        return DeleteAclsResponse(
+            throttle_time_ms=0,
+            filter_results=[
+                DeleteAclsFilterResult(error_code=refused[0], error_message=refused[1], matching_acls=[])
+                for _ in filters
             ],
-        }
+        )
     assert authorizer is not None
     current = authorizer.acls()
     matched: list[list[AclBinding] | InvalidRequestException] = []
@@ -253,23 +268,23 @@ async def handle_delete_acls(apis: KafkaApis, request: Request, body: Any) -> di
     results = []
     for m in matched:
         if isinstance(m, InvalidRequestException):
-            results.append({"error_code": m.code, "error_message": m.message, "matching_acls": []})
+            results.append(DeleteAclsFilterResult(error_code=m.code, error_message=m.message, matching_acls=[]))
             continue
         acls = []
         for b in sorted(m, key=lambda b: (_pattern_key(b.pattern), _entry_key(b.entry))):
             failure = failed.get(b.pattern)
             acls.append(
-                {
-                    "error_code": 0 if failure is None else UnknownServerException.code,
-                    "error_message": None if failure is None else str(failure),
-                    "resource_type": RESOURCE_TYPE_CODES[b.pattern.resource_type],
-                    "resource_name": b.pattern.name,
-                    "pattern_type": PATTERN_TYPE_CODES[b.pattern.pattern_type],
-                    "principal": b.entry.principal,
-                    "host": b.entry.host,
-                    "operation": OPERATION_CODES[b.entry.operation],
-                    "permission_type": PERMISSION_CODES[b.entry.permission],
-                }
+                DeleteAclsMatchingAcl(
+                    error_code=0 if failure is None else UnknownServerException.code,
+                    error_message=None if failure is None else str(failure),
+                    resource_type=RESOURCE_TYPE_CODES[b.pattern.resource_type],
+                    resource_name=b.pattern.name,
+                    pattern_type=PATTERN_TYPE_CODES[b.pattern.pattern_type],
+                    principal=b.entry.principal,
+                    host=b.entry.host,
+                    operation=OPERATION_CODES[b.entry.operation],
+                    permission_type=PERMISSION_CODES[b.entry.permission],
+                )
             )
-        results.append({"error_code": 0, "error_message": None, "matching_acls": acls})
-    return {"throttle_time_ms": 0, "filter_results": results}
+        results.append(DeleteAclsFilterResult(error_code=0, error_message=None, matching_acls=acls))
+    return DeleteAclsResponse(throttle_time_ms=0, filter_results=results)

@@ -15,6 +15,10 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from kafkapy.protocol.errors import InvalidConfigurationException, InvalidRequestException
+from kafkapy.protocol.generated.describe_configs_response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsSynonym,
+)
 from kafkapy.server.config_def import ConfigException
 from kafkapy.server.dynamic_broker_config import (
     DEFAULT_ENTITY,
@@ -105,24 +109,24 @@ def topic_synonyms(topic_name: str, config: Any, dynamic: DynamicBrokerConfig) -
 
 
 def _entry(name: str, value: str | None, source: int, syns: list[Synonym], key: Any, include_synonyms: bool,
-           docs: bool) -> dict[str, Any]:
+           docs: bool) -> DescribeConfigsResourceResult:
     sensitive = key is not None and key.type.value == "password"
-    return {
-        "name": name,
-        "value": None if sensitive else value,
-        "read_only": name not in RECONFIGURABLE,
-        "is_default": source == DEFAULT_CONFIG,
-        "config_source": source,
-        "is_sensitive": sensitive,
-        "synonyms": [{"name": n, "value": None if sensitive else v, "source": s} for n, v, s in syns]
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=None if sensitive else value,
+        read_only=name not in RECONFIGURABLE,
+        is_default=source == DEFAULT_CONFIG,
+        config_source=source,
+        is_sensitive=sensitive,
+        synonyms=[DescribeConfigsSynonym(name=n, value=None if sensitive else v, source=s) for n, v, s in syns]
         if include_synonyms else [],
-        "config_type": CONFIG_TYPES.get(key.type.value, 0) if key is not None else 5,
-        "documentation": (key.doc if key is not None else QUOTA_DOC) if docs else None,
-    }
+        config_type=CONFIG_TYPES.get(key.type.value, 0) if key is not None else 5,
+        documentation=(key.doc if key is not None else QUOTA_DOC) if docs else None,
+    )  # fmt: skip
 
 
 def describe_broker(apis: Any, resource_name: str, keys: Collection[str] | None, include_synonyms: bool,
-                    docs: bool) -> list[dict[str, Any]]:
+                    docs: bool) -> list[DescribeConfigsResourceResult]:
     """Every config of this broker (its id), or the cluster-wide dynamic defaults ("")."""
     config = apis.config
     dynamic: DynamicBrokerConfig = apis.server.dynamic_broker_config

@@ -5,9 +5,14 @@ may Describe the cluster (0 otherwise), as Kafka answers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.generated.describe_cluster_request import DescribeClusterRequest
+from kafkapy.protocol.generated.describe_cluster_response import (
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+)
 from kafkapy.server.apis.auth_helper import authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -17,26 +22,35 @@ from kafkapy.server.security.acl import CLUSTER_NAME, Operation, ResourceType
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def brokers_for_listener(apis: KafkaApis, listener: str) -> list[dict[str, Any]]:
+class BrokerAddress(NamedTuple):
+    """A live broker as clients of one listener reach it (Metadata and DescribeCluster rows)."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def brokers_for_listener(apis: KafkaApis, listener: str) -> list[BrokerAddress]:
     out = []
     for b in apis.metadata_cache.brokers.values():
         if listener in b.endpoints:
             host, port, _ = b.endpoints[listener]
-            out.append({"node_id": b.id, "broker_id": b.id, "host": host, "port": port, "rack": b.rack})
+            out.append(BrokerAddress(b.id, host, port, b.rack))
     if not out:
         # No UpdateMetadata yet (start-up gave up waiting for it): at least this broker, which
         # is alive and answering; an empty list leaves clients with nobody to ask.
         out = _this_broker(apis, listener)
-    return sorted(out, key=lambda x: x["node_id"])
+    return sorted(out, key=lambda x: x.id)
 
 
-def _this_broker(apis: KafkaApis, listener: str) -> list[dict[str, Any]]:
+def _this_broker(apis: KafkaApis, listener: str) -> list[BrokerAddress]:
     registration = apis.server.registration
     if registration is None:
         return []
     info = registration.broker_info
     return [
-        {"node_id": info.id, "broker_id": info.id, "host": ep.host or "", "port": ep.port, "rack": info.rack}
+        BrokerAddress(info.id, ep.host or "", ep.port, info.rack)
         for ep in info.endpoints
         if ep.listener_name == listener
     ]
@@ -54,7 +68,9 @@ def controller_id(apis: KafkaApis) -> int:
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER)
-def handle_describe_cluster(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_describe_cluster(
+    apis: KafkaApis, request: Request, body: DescribeClusterRequest
+) -> DescribeClusterResponse:
     operations = AUTHORIZED_OPERATIONS_OMITTED
     if body.include_cluster_authorized_operations:
         operations = (
@@ -62,13 +78,16 @@ def handle_describe_cluster(apis: KafkaApis, request: Request, body: Any) -> dic
             if authorize_cluster(apis, request, Operation.DESCRIBE)
             else 0
         )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "error_message": None,
-        "endpoint_type": 1,
-        "cluster_id": apis.server.cluster_id,
-        "controller_id": controller_id(apis),
-        "brokers": brokers_for_listener(apis, request.listener_name),
-        "cluster_authorized_operations": operations,
-    }
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=apis.server.cluster_id or "",  # set at start-up, before requests are served
+        controller_id=controller_id(apis),
+        brokers=[
+            DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)
+            for b in brokers_for_listener(apis, request.listener_name)
+        ],
+        cluster_authorized_operations=operations,
+    )

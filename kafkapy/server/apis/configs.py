@@ -14,8 +14,7 @@ or, for a broker resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED), per re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -26,6 +25,30 @@ from kafkapy.protocol.errors import (
     TopicAuthorizationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.protocol.generated.alter_configs_request import AlterConfigsRequest
+from kafkapy.protocol.generated.alter_configs_request import AlterConfigsResource as AlterResource
+from kafkapy.protocol.generated.alter_configs_response import (
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
+from kafkapy.protocol.generated.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from kafkapy.protocol.generated.describe_configs_response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from kafkapy.protocol.generated.incremental_alter_configs_request import (
+    AlterConfigsResource as IncrementalResource,
+)
+from kafkapy.protocol.generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from kafkapy.protocol.generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse as IncrementalResourceResponse,
+)
+from kafkapy.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.broker_configs import (
     CONFIG_TYPES,
@@ -46,7 +69,12 @@ from kafkapy.server.security.acl import Operation, ResourceType
 TOPIC, BROKER = 2, 4
 
 
-def _check_authorized(apis: KafkaApis, request: Request, r: Any, operation: Operation) -> None:
+def _check_authorized(
+    apis: KafkaApis,
+    request: Request,
+    r: DescribeConfigsResource | AlterResource | IncrementalResource,
+    operation: Operation,
+) -> None:
     """Raises the resource's authorization error when `operation` is not allowed on it."""
     if r.resource_type == TOPIC:
         if not authorize(apis, request, operation, ResourceType.TOPIC, r.resource_name):
@@ -62,7 +90,7 @@ def _dynamic(apis: KafkaApis) -> DynamicBrokerConfig:
 
 def describe_topic(
     apis: KafkaApis, topic: str, keys: set[str] | None, synonyms: bool, docs: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResourceResult]:
     from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF, LogConfig
 
     if not apis.metadata_cache.contains_topic(topic):
@@ -77,30 +105,32 @@ def describe_topic(
         inherited = topic_synonyms(name, apis.config, _dynamic(apis))
         if name in overrides:
             value, source = overrides[name], DYNAMIC_TOPIC_CONFIG
-            syns.append({"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
+            syns.append(DescribeConfigsSynonym(name=name, value=value, source=DYNAMIC_TOPIC_CONFIG))
         elif inherited:
             value, source = _to_string(broker_defaults[name]), inherited[0][2]
         else:
             value, source = _to_string(broker_defaults[name]), DEFAULT_CONFIG
-        syns += [{"name": n, "value": v, "source": src} for n, v, src in inherited]
+        syns += [DescribeConfigsSynonym(name=n, value=v, source=src) for n, v, src in inherited]
         out.append(
-            {
-                "name": name,
-                "value": value,
-                "read_only": False,
-                "is_default": source == DEFAULT_CONFIG,
-                "config_source": source,
-                "is_sensitive": False,
-                "synonyms": syns if synonyms else [],
-                "config_type": CONFIG_TYPES.get(key.type.value, 0),
-                "documentation": key.doc if docs else None,
-            }
+            DescribeConfigsResourceResult(
+                name=name,
+                value=value,
+                read_only=False,
+                is_default=source == DEFAULT_CONFIG,
+                config_source=source,
+                is_sensitive=False,
+                synonyms=syns if synonyms else [],
+                config_type=CONFIG_TYPES.get(key.type.value, 0),
+                documentation=key.doc if docs else None,
+            )
         )
     return out
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS)
-async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_describe_configs(
+    apis: KafkaApis, request: Request, body: DescribeConfigsRequest
+) -> DescribeConfigsResponse:
     loop = asyncio.get_running_loop()
     version = request.header.api_version
     results = []
@@ -108,13 +138,13 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
     for r in body.resources:
         # A set: each described config is looked up in the client's key list, which may be long.
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
-        result = {
-            "error_code": 0,
-            "error_message": None,
-            "resource_type": r.resource_type,
-            "resource_name": r.resource_name,
-            "configs": [],
-        }
+        result = DescribeConfigsResult(
+            error_code=0,
+            error_message=None,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+            configs=[],
+        )
         try:
             # A resource's description is a few hundred entries for seven request bytes: a
             # request repeating it would build a response thousands of times its own size.
@@ -124,7 +154,7 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
             seen.add((r.resource_type, r.resource_name))
             _check_authorized(apis, request, r, Operation.DESCRIBE_CONFIGS)
             if r.resource_type == TOPIC:
-                result["configs"] = await loop.run_in_executor(
+                result.configs = await loop.run_in_executor(
                     None,
                     describe_topic,
                     apis,
@@ -134,16 +164,16 @@ async def handle_describe_configs(apis: KafkaApis, request: Request, body: Any) 
                     version >= 3 and body.include_documentation,
                 )
             elif r.resource_type == BROKER:
-                result["configs"] = describe_broker(
+                result.configs = describe_broker(
                     apis, r.resource_name, keys, version >= 1 and body.include_synonyms,
                     version >= 3 and body.include_documentation,
                 )  # fmt: skip
             else:
                 raise InvalidRequestException(f"Unsupported resource type {r.resource_type}")
         except KafkaError as e:
-            result["error_code"], result["error_message"] = e.code, e.message
+            result.error_code, result.error_message = e.code, e.message
         results.append(result)
-    return {"throttle_time_ms": 0, "results": results}
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
 def _validate_topic_configs(configs: dict[str, str]) -> None:
@@ -165,48 +195,58 @@ def _alter_topic(apis: KafkaApis, topic: str, new_configs: dict[str, str], valid
         AdminZkClient(apis.zk).change_topic_config(topic, new_configs)
 
 
+# One resource's answer to AlterConfigs/IncrementalAlterConfigs:
+# (error code, error message, resource type, resource name).
+_Altered = tuple[int, str | None, int, str]
+
+
 async def _alter_each(
-    apis: KafkaApis, request: Request, body: Any, alter: Callable[[Any], None]
-) -> dict[str, Any]:
+    apis: KafkaApis,
+    request: Request,
+    resources: Iterable[AlterResource | IncrementalResource],
+    alter: Callable[[AlterResource | IncrementalResource], None],
+) -> list[_Altered]:
     """Run `alter(resource)` off the loop for each topic or broker resource; errors per resource.
 
     Kafka reads the resources into a map, so a resource named twice is altered once (the last
     entry wins) and answered once: repeats cannot multiply ZooKeeper writes and the config
     change notifications every broker acts on."""
     loop = asyncio.get_running_loop()
-    responses = []
-    unique = {(r.resource_type, r.resource_name): r for r in body.resources}
+    responses: list[_Altered] = []
+    unique = {(r.resource_type, r.resource_name): r for r in resources}
     for r in unique.values():
-        response = {
-            "error_code": 0,
-            "error_message": None,
-            "resource_type": r.resource_type,
-            "resource_name": r.resource_name,
-        }
         try:
             if r.resource_type not in (TOPIC, BROKER):
                 raise InvalidRequestException(f"Unsupported resource type {r.resource_type}")
             _check_authorized(apis, request, r, Operation.ALTER_CONFIGS)
             await loop.run_in_executor(None, alter, r)
         except KafkaError as e:
-            response["error_code"], response["error_message"] = e.code, e.message
-        responses.append(response)
-    return {"throttle_time_ms": 0, "responses": responses}
+            responses.append((e.code, e.message, r.resource_type, r.resource_name))
+            continue
+        responses.append((0, None, r.resource_type, r.resource_name))
+    return responses
 
 
 @handles(ApiKey.ALTER_CONFIGS)
-async def handle_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    def alter(r: Any) -> None:
+async def handle_alter_configs(apis: KafkaApis, request: Request, body: AlterConfigsRequest) -> AlterConfigsResponse:
+    def alter(r: AlterResource | IncrementalResource) -> None:
         configs = {c.name: c.value for c in r.configs if c.value is not None}
         if r.resource_type == BROKER:
             alter_broker(apis, r.resource_name, configs, body.validate_only)
         else:
             _alter_topic(apis, r.resource_name, configs, body.validate_only)
 
-    return await _alter_each(apis, request, body, alter)
+    altered = await _alter_each(apis, request, body.resources, alter)
+    return AlterConfigsResponse(
+        throttle_time_ms=0,
+        responses=[
+            AlterConfigsResourceResponse(error_code=c, error_message=m, resource_type=t, resource_name=n)
+            for c, m, t, n in altered
+        ],
+    )
 
 
-def _incremental(apis: KafkaApis, r: Any, validate_only: bool) -> None:
+def _incremental(apis: KafkaApis, r: AlterResource | IncrementalResource, validate_only: bool) -> None:
     from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF
 
     if r.resource_type == BROKER:
@@ -222,5 +262,14 @@ def _incremental(apis: KafkaApis, r: Any, validate_only: bool) -> None:
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-async def handle_incremental_alter_configs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
-    return await _alter_each(apis, request, body, lambda r: _incremental(apis, r, body.validate_only))
+async def handle_incremental_alter_configs(
+    apis: KafkaApis, request: Request, body: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    altered = await _alter_each(apis, request, body.resources, lambda r: _incremental(apis, r, body.validate_only))
+    return IncrementalAlterConfigsResponse(
+        throttle_time_ms=0,
+        responses=[
+            IncrementalResourceResponse(error_code=c, error_message=m, resource_type=t, resource_name=n)
+            for c, m, t, n in altered
+        ],
+    )

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import ClusterAuthorizationException, KafkaError, NotControllerException
+from kafkapy.protocol.generated.controlled_shutdown_request import ControlledShutdownRequest
+from kafkapy.protocol.generated.controlled_shutdown_response import (
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
+from kafkapy.protocol.generated.leader_and_isr_request import LeaderAndIsrRequest
+from kafkapy.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
+from kafkapy.protocol.generated.stop_replica_request import StopReplicaRequest
+from kafkapy.protocol.generated.stop_replica_response import StopReplicaResponse
+from kafkapy.protocol.generated.update_metadata_request import UpdateMetadataRequest
+from kafkapy.protocol.generated.update_metadata_response import UpdateMetadataResponse
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -20,31 +30,34 @@ from kafkapy.server.replica_manager import STALE_CONTROLLER_EPOCH, gather_config
 from kafkapy.server.security.acl import Operation
 
 state_change_log = logging.getLogger("state.change.logger")
-_REFUSED = {"error_code": ClusterAuthorizationException.code}
+_REFUSED = ClusterAuthorizationException.code
 
 
 @handles(ApiKey.LEADER_AND_ISR)
-async def handle_leader_and_isr(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_leader_and_isr(
+    apis: KafkaApis, request: Request, body: LeaderAndIsrRequest
+) -> LeaderAndIsrResponse:
     if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
-        return _REFUSED
+        return LeaderAndIsrResponse(error_code=_REFUSED)
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
     configs = await gather_configs(loop, topics, apis.server._log_config_for)
-    response = apis.replica_manager.become_leader_or_follower(body, configs)
+    response: LeaderAndIsrResponse = apis.replica_manager.become_leader_or_follower(body, configs)
     _update_group_coordinator(apis, body, response)
     _update_transaction_coordinator(apis, body, response)
-    result: dict[str, Any] = response
-    return result
+    return response
 
 
-def _update_transaction_coordinator(apis: KafkaApis, body: Any, response: dict[str, Any]) -> None:
+def _update_transaction_coordinator(
+    apis: KafkaApis, body: LeaderAndIsrRequest, response: LeaderAndIsrResponse
+) -> None:
     """Load the __transaction_state partitions we now lead, with their leader epoch as the
     coordinator epoch of the markers we send for them; unload those we stopped leading."""
     from kafkapy.common.topic_partition import TopicPartition
     from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
     tc = apis.server.transaction_coordinator
-    if tc is None or response.get("error_code"):
+    if tc is None or response.error_code:
         return
     manager = tc.manager
     for ts in body.topic_states:
@@ -61,13 +74,15 @@ def _update_transaction_coordinator(apis: KafkaApis, body: Any, response: dict[s
                 tc.on_resigned(index)
 
 
-def _update_group_coordinator(apis: KafkaApis, body: Any, response: dict[str, Any]) -> None:
+def _update_group_coordinator(
+    apis: KafkaApis, body: LeaderAndIsrRequest, response: LeaderAndIsrResponse
+) -> None:
     """Load the groups of __consumer_offsets partitions we now lead; unload those we stopped leading."""
     from kafkapy.common.topic_partition import TopicPartition
     from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 
     gc = apis.server.group_coordinator
-    if gc is None or response.get("error_code"):
+    if gc is None or response.error_code:
         return
     for ts in body.topic_states:
         if ts.topic_name != GROUP_METADATA_TOPIC_NAME:
@@ -82,9 +97,11 @@ def _update_group_coordinator(apis: KafkaApis, body: Any, response: dict[str, An
 
 
 @handles(ApiKey.UPDATE_METADATA)
-def handle_update_metadata(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_update_metadata(
+    apis: KafkaApis, request: Request, body: UpdateMetadataRequest
+) -> UpdateMetadataResponse:
     if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
-        return _REFUSED
+        return UpdateMetadataResponse(error_code=_REFUSED)
     rm = apis.replica_manager
     if body.controller_epoch < rm.controller_epoch:
         state_change_log.warning(
@@ -94,21 +111,21 @@ def handle_update_metadata(apis: KafkaApis, request: Request, body: Any) -> dict
             body.controller_epoch,
             rm.controller_epoch,
         )
-        return {"error_code": STALE_CONTROLLER_EPOCH}
+        return UpdateMetadataResponse(error_code=STALE_CONTROLLER_EPOCH)
     rm.controller_epoch = body.controller_epoch
     apis.metadata_cache.update_metadata(body)
-    return {"error_code": 0}
+    return UpdateMetadataResponse(error_code=0)
 
 
 @handles(ApiKey.STOP_REPLICA)
-def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_stop_replica(apis: KafkaApis, request: Request, body: StopReplicaRequest) -> StopReplicaResponse:
     from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
     from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
     gc = apis.server.group_coordinator
     tc = apis.server.transaction_coordinator
     if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
-        return _REFUSED
+        return StopReplicaResponse(error_code=_REFUSED)
     if body.controller_epoch >= apis.replica_manager.controller_epoch:
         # A stopped __consumer_offsets / __transaction_state replica no longer coordinates.
         for ts in body.topic_states:
@@ -117,24 +134,28 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: Any) -> dict[st
                     gc.on_resigned(ps.partition_index)
                 elif ts.topic_name == TRANSACTION_STATE_TOPIC_NAME and tc is not None:
                     tc.on_resigned(ps.partition_index)
-    result: dict[str, Any] = apis.replica_manager.stop_replicas(body)
-    return result
+    response: StopReplicaResponse = apis.replica_manager.stop_replicas(body)
+    return response
 
 
 @handles(ApiKey.CONTROLLED_SHUTDOWN)
-async def handle_controlled_shutdown(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_controlled_shutdown(
+    apis: KafkaApis, request: Request, body: ControlledShutdownRequest
+) -> ControlledShutdownResponse:
     if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
-        return {**_REFUSED, "remaining_partitions": []}
+        return ControlledShutdownResponse(error_code=_REFUSED)
     controller = apis.server.controller
     if controller is None or not controller.is_active():
-        return {"error_code": NotControllerException.code, "remaining_partitions": []}
+        return ControlledShutdownResponse(error_code=NotControllerException.code)
     try:
         remaining = await asyncio.wrap_future(
             controller.controlled_shutdown(body.broker_id, body.broker_epoch)
         )
     except KafkaError as e:
-        return {"error_code": e.code, "remaining_partitions": []}
-    return {
-        "error_code": 0,
-        "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in sorted(remaining)],
-    }
+        return ControlledShutdownResponse(error_code=e.code)
+    return ControlledShutdownResponse(
+        error_code=0,
+        remaining_partitions=[
+            RemainingPartition(topic_name=t, partition_index=p) for t, p in sorted(remaining)
+        ],
+    )

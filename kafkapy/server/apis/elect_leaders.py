@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
-from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
@@ -23,6 +22,12 @@ from kafkapy.protocol.errors import (
     NotControllerException,
     TimeoutException,
     error_code,
+)
+from kafkapy.protocol.generated.elect_leaders_request import ElectLeadersRequest
+from kafkapy.protocol.generated.elect_leaders_response import (
+    ElectLeadersResponse,
+    PartitionResult,
+    ReplicaElectionResult,
 )
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
@@ -38,7 +43,9 @@ Outcome = int | Exception
 
 
 @handles(ApiKey.ELECT_LEADERS)
-async def handle_elect_leaders(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_elect_leaders(
+    apis: KafkaApis, request: Request, body: ElectLeadersRequest
+) -> ElectLeadersResponse:
     requested = None if body.topic_partitions is None else frozenset(
         TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions
     )
@@ -84,26 +91,26 @@ async def _await_leaders_in_metadata(
         await asyncio.sleep(METADATA_POLL_S)
 
 
-def _whole_request(requested: frozenset[TopicPartition] | None, e: Exception) -> dict[str, Any]:
+def _whole_request(requested: frozenset[TopicPartition] | None, e: Exception) -> ElectLeadersResponse:
     response = _response(dict.fromkeys(requested or (), e))
-    response["error_code"] = error_code(e)
+    response.error_code = error_code(e)
     return response
 
 
-def _response(outcomes: dict[TopicPartition, Outcome]) -> dict[str, Any]:
-    by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def _response(outcomes: dict[TopicPartition, Outcome]) -> ElectLeadersResponse:
+    by_topic: dict[str, list[PartitionResult]] = defaultdict(list)
     for tp, outcome in sorted(outcomes.items()):
         error = outcome if isinstance(outcome, Exception) else None
-        by_topic[tp.topic].append({
-            "partition_id": tp.partition,
-            "error_code": 0 if error is None else error_code(error),
-            "error_message": None if error is None else _message(error),
-        })
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "replica_election_results": [{"topic": t, "partition_result": ps} for t, ps in by_topic.items()],
-    }
+        by_topic[tp.topic].append(PartitionResult(
+            partition_id=tp.partition,
+            error_code=0 if error is None else error_code(error),
+            error_message=None if error is None else _message(error),
+        ))  # fmt: skip
+    return ElectLeadersResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        replica_election_results=[ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()],
+    )
 
 
 def _message(error: Exception) -> str | None:

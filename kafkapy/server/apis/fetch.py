@@ -16,13 +16,13 @@ to both), decided once per topic.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Coroutine
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol import fetch as fetch_codec
-from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     FencedLeaderEpochException,
@@ -35,6 +35,8 @@ from kafkapy.protocol.errors import (
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.protocol.fetch import Segment
+from kafkapy.protocol.generated.fetch_request import FetchRequest
 from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -67,20 +69,18 @@ class _Wanted:
     log_start_offset: int = -1  # a follower's, from v5: DeleteRecords waits for it
 
 
-def _replica_id(body: Any, version: int) -> int:
+def _replica_id(body: FetchRequest, version: int) -> int:
     if version >= 15:
-        state = getattr(body, "replica_state", None)
-        return state.replica_id if state is not None else -1
-    result: int = body.replica_id
-    return result
+        return body.replica_state.replica_id
+    return body.replica_id
 
 
 @handles(ApiKey.FETCH, raw=True)
-def handle_fetch(apis: KafkaApis, request: Request) -> Any:
+def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine[None, None, list[Segment]]:
     header = request.header
     version = header.api_version
-    body = messages.decode_request(
-        header.api_key, version, request.buffer, request.body_offset, apis.max_request_elements
+    body = fetch_codec.decode_fetch_request(
+        version, request.buffer, request.body_offset, apis.max_request_elements
     )
     cache = apis.metadata_cache
     # Keyed by partition as Kafka's fetchData map is: a partition named twice is fetched once
@@ -149,12 +149,12 @@ async def _delayed(
     apis: KafkaApis,
     request: Request,
     version: int,
-    body: Any,
+    body: FetchRequest,
     wanted: list[_Wanted],
     replica_id: int,
     isolation: int,
     max_bytes: int,
-) -> Any:
+) -> list[Segment]:
     rm = apis.replica_manager
     keys = [TopicPartition(w.topic, w.partition) for w in wanted if w.topic is not None]
     offsets = {
@@ -256,7 +256,7 @@ def _encode(
     wanted: list[_Wanted],
     error_code: int,
     results: dict[TopicPartition, FetchResult],
-) -> list[Any]:
+) -> list[Segment]:
     topics: list[tuple[str, uuid.UUID, list[fetch_codec.FetchPartitionData]]] = []
     for w in wanted:
         if not topics or topics[-1][1] != w.topic_id or topics[-1][0] != (w.topic or ""):

@@ -29,6 +29,26 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     TransactionalIdAuthorizationException,
 )
+from kafkapy.protocol.generated.delete_groups_request import DeleteGroupsRequest
+from kafkapy.protocol.generated.delete_groups_response import DeletableGroupResult, DeleteGroupsResponse
+from kafkapy.protocol.generated.describe_groups_request import DescribeGroupsRequest
+from kafkapy.protocol.generated.describe_groups_response import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsResponse,
+)
+from kafkapy.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+from kafkapy.protocol.generated.find_coordinator_response import Coordinator, FindCoordinatorResponse
+from kafkapy.protocol.generated.heartbeat_request import HeartbeatRequest
+from kafkapy.protocol.generated.heartbeat_response import HeartbeatResponse
+from kafkapy.protocol.generated.join_group_request import JoinGroupRequest
+from kafkapy.protocol.generated.join_group_response import JoinGroupResponse, JoinGroupResponseMember
+from kafkapy.protocol.generated.leave_group_request import LeaveGroupRequest
+from kafkapy.protocol.generated.leave_group_response import LeaveGroupResponse, MemberResponse
+from kafkapy.protocol.generated.list_groups_request import ListGroupsRequest
+from kafkapy.protocol.generated.list_groups_response import ListedGroup, ListGroupsResponse
+from kafkapy.protocol.generated.sync_group_request import SyncGroupRequest
+from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
@@ -102,7 +122,7 @@ async def _ensure_offsets_topic(apis: KafkaApis, gc: Any) -> None:
         log.warning("Could not create %s: %s", GROUP_METADATA_TOPIC_NAME, e)
 
 
-async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[str, Any]:
+async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) -> Coordinator:
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _coordinator_error(key, InvalidRequestException.code, f"Unknown coordinator type {key_type}")
     if key_type == GROUP_KEY_TYPE and not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, key):
@@ -138,47 +158,46 @@ async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) 
     endpoint = (
         None if info is None or info.leader < 0 else cache.alive_endpoint(info.leader, request.listener_name)
     )
-    if endpoint is None:
+    if info is None or endpoint is None:
         return _coordinator_error(key, _NOT_AVAILABLE)
-    return {
-        "key": key,
-        "node_id": info.leader,
-        "host": endpoint[0],
-        "port": endpoint[1],
-        "error_code": 0,
-        "error_message": None,
-    }
+    return Coordinator(
+        key=key, node_id=info.leader, host=endpoint[0], port=endpoint[1], error_code=0, error_message=None
+    )
 
 
-def _coordinator_error(key: str, code: int, message: str | None = None) -> dict[str, Any]:
+def _coordinator_error(key: str, code: int, message: str | None = None) -> Coordinator:
     from kafkapy.protocol.errors import error_name
 
-    return {
-        "key": key,
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-        "error_code": code,
-        "error_message": message or error_name(code),
-    }
+    return Coordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message or error_name(code)
+    )
 
 
 @handles(ApiKey.FIND_COORDINATOR)
-async def handle_find_coordinator(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_find_coordinator(
+    apis: KafkaApis, request: Request, body: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
     version = request.header.api_version
     key_type = body.key_type if version >= 1 else GROUP_KEY_TYPE
     if version >= 4:
         results = [await _find_one(apis, request, k, key_type) for k in body.coordinator_keys]
-        return {"throttle_time_ms": 0, "coordinators": results}
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=results)
     r = await _find_one(apis, request, body.key, key_type)
-    return {"throttle_time_ms": 0, **r, "error_message": r["error_message"] if r["error_code"] else None}
+    return FindCoordinatorResponse(
+        throttle_time_ms=0,
+        error_code=r.error_code,
+        error_message=r.error_message if r.error_code else None,
+        node_id=r.node_id,
+        host=r.host,
+        port=r.port,
+    )
 
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
 
 
 @handles(ApiKey.JOIN_GROUP)
-async def handle_join_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_join_group(apis: KafkaApis, request: Request, body: JoinGroupRequest) -> JoinGroupResponse:
     version = request.header.api_version
     gc = coordinator(apis)
     allowed = _may_read(apis, request, body.group_id)
@@ -203,19 +222,30 @@ async def handle_join_group(apis: KafkaApis, request: Request, body: Any) -> dic
             body.protocol_type,
             [(p.name, bytes(p.metadata)) for p in body.protocols],
         )
-    if version < 7 and result["protocol_name"] is None:
-        result["protocol_name"] = ""  # not nullable before v7
-    return {"throttle_time_ms": 0, "skip_assignment": False, **result}
+    protocol_name = result["protocol_name"]
+    if version < 7 and protocol_name is None:
+        protocol_name = ""  # not nullable before v7
+    return JoinGroupResponse(
+        throttle_time_ms=0,
+        error_code=result["error_code"],
+        generation_id=result["generation_id"],
+        protocol_type=result["protocol_type"],
+        protocol_name=protocol_name,
+        leader=result["leader"],
+        skip_assignment=False,
+        member_id=result["member_id"],
+        members=[JoinGroupResponseMember(**m) for m in result["members"]],
+    )
 
 
 @handles(ApiKey.SYNC_GROUP)
-async def handle_sync_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_sync_group(apis: KafkaApis, request: Request, body: SyncGroupRequest) -> SyncGroupResponse:
     version = request.header.api_version
     gc = coordinator(apis)
     if not _may_read(apis, request, body.group_id):
-        return {"throttle_time_ms": 0, "error_code": GroupAuthorizationException.code, "assignment": b""}
+        return SyncGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code, assignment=b"")
     if gc is None:
-        return {"throttle_time_ms": 0, "error_code": _NOT_AVAILABLE, "assignment": b""}
+        return SyncGroupResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE, assignment=b"")
     result = await gc.sync_group(
         body.group_id,
         body.generation_id,
@@ -225,11 +255,11 @@ async def handle_sync_group(apis: KafkaApis, request: Request, body: Any) -> dic
         body.group_instance_id if version >= 3 else None,
         {a.member_id: bytes(a.assignment) for a in body.assignments},
     )
-    return {"throttle_time_ms": 0, **result}
+    return SyncGroupResponse(throttle_time_ms=0, **result)
 
 
 @handles(ApiKey.HEARTBEAT)
-def handle_heartbeat(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_heartbeat(apis: KafkaApis, request: Request, body: HeartbeatRequest) -> HeartbeatResponse:
     version = request.header.api_version
     gc = coordinator(apis)
     instance_id = body.group_instance_id if version >= 3 else None
@@ -239,11 +269,11 @@ def handle_heartbeat(apis: KafkaApis, request: Request, body: Any) -> dict[str, 
         code = _NOT_AVAILABLE
     else:
         code = gc.heartbeat(body.group_id, body.member_id, instance_id, body.generation_id)
-    return {"throttle_time_ms": 0, "error_code": code}
+    return HeartbeatResponse(throttle_time_ms=0, error_code=code)
 
 
 @handles(ApiKey.LEAVE_GROUP)
-def handle_leave_group(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_leave_group(apis: KafkaApis, request: Request, body: LeaveGroupRequest) -> LeaveGroupResponse:
     version = request.header.api_version
     gc = coordinator(apis)
     if version >= 3:
@@ -251,15 +281,15 @@ def handle_leave_group(apis: KafkaApis, request: Request, body: Any) -> dict[str
     else:
         leaving = [(body.member_id, None)]
     if not _may_read(apis, request, body.group_id):
-        return {"throttle_time_ms": 0, "error_code": GroupAuthorizationException.code, "members": []}
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code, members=[])
     top, members = (_NOT_AVAILABLE, []) if gc is None else gc.leave_group(body.group_id, leaving)
     if version < 3 and top == 0 and members:
         top = members[0][2]  # before batching, the one member's error is the answer
-    return {
-        "throttle_time_ms": 0,
-        "error_code": top,
-        "members": [{"member_id": m, "group_instance_id": i, "error_code": c} for m, i, c in members],
-    }
+    return LeaveGroupResponse(
+        throttle_time_ms=0,
+        error_code=top,
+        members=[MemberResponse(member_id=m, group_instance_id=i, error_code=c) for m, i, c in members],
+    )
 
 
 def _may_read(apis: KafkaApis, request: Request, group_id: str) -> bool:
@@ -270,7 +300,9 @@ def _may_read(apis: KafkaApis, request: Request, group_id: str) -> bool:
 
 
 @handles(ApiKey.DESCRIBE_GROUPS)
-def handle_describe_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_describe_groups(
+    apis: KafkaApis, request: Request, body: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
     gc = coordinator(apis)
     groups = []
     seen: set[str] = set()
@@ -280,33 +312,34 @@ def handle_describe_groups(apis: KafkaApis, request: Request, body: Any) -> dict
             # bytes): naming it twice would repeat them all. The repeats are refused
             # (kafkapy's bound; Kafka 2.x describes every copy).
             groups.append(
-                {
-                    "error_code": InvalidRequestException.code,
-                    "error_message": f"Duplicate group {group_id!r} in request",
-                    "group_id": group_id,
-                    "group_state": "",
-                    "protocol_type": "",
-                    "protocol_data": "",
-                    "members": [],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                }
+                DescribedGroup(
+                    error_code=InvalidRequestException.code,
+                    error_message=f"Duplicate group {group_id!r} in request",
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                )
             )
             continue
         seen.add(group_id)
         if not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(
-                {
-                    "error_code": GroupAuthorizationException.code,
-                    "error_message": None,
-                    "group_id": group_id,
-                    "group_state": "",
-                    "protocol_type": "",
-                    "protocol_data": "",
-                    "members": [],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                }
+                DescribedGroup(
+                    error_code=GroupAuthorizationException.code,
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                )
             )
             continue
+        summary: dict[str, Any]
         if gc is None:
             code, summary = (
                 _NOT_AVAILABLE,
@@ -315,23 +348,26 @@ def handle_describe_groups(apis: KafkaApis, request: Request, body: Any) -> dict
         else:
             code, summary = gc.describe_group(group_id)
         groups.append(
-            {
-                "error_code": code,
-                "error_message": None,
-                "group_id": group_id,
-                **summary,
-                "authorized_operations": (
+            DescribedGroup(
+                error_code=code,
+                error_message=None,
+                group_id=group_id,
+                group_state=summary["group_state"],
+                protocol_type=summary["protocol_type"],
+                protocol_data=summary["protocol_data"],
+                members=[DescribedGroupMember(**m) for m in summary["members"]],
+                authorized_operations=(
                     authorized_operations(apis, request, ResourceType.GROUP, group_id)
                     if request.header.api_version >= 3 and body.include_authorized_operations
                     else AUTHORIZED_OPERATIONS_OMITTED
                 ),
-            }
+            )
         )
-    return {"throttle_time_ms": 0, "groups": groups}
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
 
 
 @handles(ApiKey.LIST_GROUPS)
-def handle_list_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_list_groups(apis: KafkaApis, request: Request, body: ListGroupsRequest) -> ListGroupsResponse:
     version = request.header.api_version
     gc = coordinator(apis)
     states = set(body.states_filter or ()) if version >= 4 else None
@@ -340,33 +376,35 @@ def handle_list_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str
         groups = [
             g for g in groups if authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, False)
         ]
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "groups": [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type or "",
-                "group_state": str(g.state),
-                "group_type": "classic",
-            }
+    return ListGroupsResponse(
+        throttle_time_ms=0,
+        error_code=code,
+        groups=[
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type or "",
+                group_state=str(g.state),
+                group_type="classic",
+            )
             for g in groups
         ],
-    }
+    )
 
 
 @handles(ApiKey.DELETE_GROUPS)
-async def handle_delete_groups(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_delete_groups(
+    apis: KafkaApis, request: Request, body: DeleteGroupsRequest
+) -> DeleteGroupsResponse:
     gc = coordinator(apis)
     names = list(body.groups_names)
     allowed = [g for g in names if authorize(apis, request, Operation.DELETE, ResourceType.GROUP, g)]
     results = dict.fromkeys(names, GroupAuthorizationException.code)
     if allowed:
         results.update(dict.fromkeys(allowed, _NOT_AVAILABLE) if gc is None else await gc.delete_groups(allowed))
-    return {
-        "throttle_time_ms": 0,
-        "results": [{"group_id": g, "error_code": results[g]} for g in names],
-    }
+    return DeleteGroupsResponse(
+        throttle_time_ms=0,
+        results=[DeletableGroupResult(group_id=g, error_code=results[g]) for g in names],
+    )
 
 
 # OffsetCommit/OffsetFetch/OffsetDelete belong to the same coordinator: importing this module

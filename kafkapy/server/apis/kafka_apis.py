@@ -1,9 +1,11 @@
 """KafkaApis: the dispatch table from ApiKey to handler.
 
 Each API family lives in its own module and registers its handlers with `@handles(ApiKey.X)`.
-A handler gets the decoded request body and returns the response body (a Message or a dict),
-or a coroutine that does; handlers marked `raw=True` decode their own body (the produce hot
-path keeps record sets as views into the receive buffer) and may return framed bytes.
+A handler gets the decoded request body and returns the response body, both instances of the
+generated classes (`def handle_metadata(apis, request, body: MetadataRequest) ->
+MetadataResponse`), or a coroutine that returns it; handlers marked `raw=True` decode their own
+body (the produce hot path keeps record sets as views into the receive buffer) and return framed
+bytes.
 
 Errors: handlers raise typed exceptions from kafkapy.protocol.errors only for whole-request
 failures; per-partition failures are error codes inside the response, as Kafka answers them.
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, advertised_versions
 from kafkapy.protocol.errors import ProtocolError
+from kafkapy.protocol.message import Message
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.quota.client_quota_manager import QuotaWindow
 from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
@@ -211,7 +214,7 @@ class KafkaApis:
             request.loop_start_ns = time.perf_counter_ns()
         return result if raw else self.frame(request, result)
 
-    def frame(self, request: Request, body: Any, version: int | None = None) -> bytes | None:
+    def frame(self, request: Request, body: Message | None, version: int | None = None) -> bytes | None:
         if body is None:
             return None
         header = request.header

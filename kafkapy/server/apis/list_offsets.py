@@ -7,8 +7,6 @@ change), and a request naming a leader epoch (v4+) is fenced like a fetch.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import (
@@ -18,6 +16,12 @@ from kafkapy.protocol.constants import (
     NO_PARTITION_LEADER_EPOCH,
 )
 from kafkapy.protocol.errors import KafkaError, OffsetNotAvailableException, TopicAuthorizationException
+from kafkapy.protocol.generated.list_offsets_request import ListOffsetsRequest
+from kafkapy.protocol.generated.list_offsets_response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
 from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -78,7 +82,7 @@ def offset_for(
 
 
 @handles(ApiKey.LIST_OFFSETS)
-def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_list_offsets(apis: KafkaApis, request: Request, body: ListOffsetsRequest) -> ListOffsetsResponse:
     from_consumer = body.replica_id == CONSUMER_REPLICA_ID
     isolation = body.isolation_level if request.header.api_version >= 2 else 0
     topics = []
@@ -87,15 +91,11 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[st
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            out = {
-                "partition_index": p.partition_index,
-                "error_code": 0,
-                "timestamp": -1,
-                "offset": -1,
-                "leader_epoch": -1,
-            }
+            out = ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1
+            )
             if t.name not in described:
-                out["error_code"] = TopicAuthorizationException.code
+                out.error_code = TopicAuthorizationException.code
                 parts.append(out)
                 continue
             try:
@@ -104,11 +104,11 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: Any) -> dict[st
                 offset, ts, epoch = offset_for(
                     apis, tp, p.timestamp, p.current_leader_epoch, from_consumer, isolation
                 )
-                out.update(offset=offset, timestamp=ts, leader_epoch=epoch)
+                out.offset, out.timestamp, out.leader_epoch = offset, ts, epoch
                 if request.header.api_version == 0:
-                    out["old_style_offsets"] = [offset] if offset >= 0 else []
+                    out.old_style_offsets = [offset] if offset >= 0 else []
             except KafkaError as e:
-                out["error_code"] = e.code
+                out.error_code = e.code
             parts.append(out)
-        topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -31,6 +31,19 @@ from kafkapy.protocol.errors import (
     LogDirNotFoundException,
     ReplicaNotAvailableException,
 )
+from kafkapy.protocol.generated.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
+from kafkapy.protocol.generated.alter_replica_log_dirs_response import (
+    AlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirTopicResult,
+)
+from kafkapy.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
+from kafkapy.protocol.generated.describe_log_dirs_response import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.log.log import Log
@@ -40,7 +53,7 @@ from kafkapy.server.security.acl import Operation
 log = logging.getLogger("kafkapy.server.ReplicaManager")
 
 
-def _wanted(body: Any) -> set[TopicPartition] | None:
+def _wanted(body: DescribeLogDirsRequest) -> set[TopicPartition] | None:
     """The request's partitions, or None for every partition (a null topics array)."""
     if body.topics is None:
         return None
@@ -59,9 +72,9 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
 def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
                       wanted: set[TopicPartition] | None,
                       futures: dict[TopicPartition, Log] | None = None,
-                      offline_dirs: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+                      offline_dirs: frozenset[str] = frozenset()) -> list[DescribeLogDirsResult]:
     """One result per log dir (blocking: sums segment sizes)."""
-    by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {d: {} for d in log_dirs}
+    by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {d: {} for d in log_dirs}
     entries = [(tp, lg, False) for tp, lg in logs.items()] + [(tp, lg, True) for tp, lg in (futures or {}).items()]
     for tp, lg, is_future in sorted(entries, key=lambda e: (e[0].topic, e[0].partition, e[2])):
         if wanted is not None and tp not in wanted:
@@ -74,40 +87,42 @@ def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
             lag = max(lg.high_watermark - lg.log_end_offset, 0)
         else:  # Kafka's getLogEndOffsetLag for a future log
             lag = current.log_end_offset - lg.log_end_offset if current is not None else -1
-        topics.setdefault(tp.topic, []).append({
-            "partition_index": tp.partition,
-            "partition_size": lg.size,
-            "offset_lag": lag,
-            "is_future_key": is_future,
-        })
+        topics.setdefault(tp.topic, []).append(DescribeLogDirsPartition(
+            partition_index=tp.partition,
+            partition_size=lg.size,
+            offset_lag=lag,
+            is_future_key=is_future,
+        ))  # fmt: skip
     results = []
     for log_dir, topics in by_dir.items():
         total, usable = _volume_bytes(log_dir)
         # A failed dir (or one that vanished under the broker) is reported as Kafka reports an
         # offline log dir: KAFKA_STORAGE_ERROR and no replicas.
         error = 0 if log_dir not in offline_dirs and os.path.isdir(log_dir) else KafkaStorageException.code
-        results.append({
-            "error_code": error,
-            "log_dir": log_dir,
-            "topics": [] if error else [{"name": t, "partitions": ps} for t, ps in topics.items()],
-            "total_bytes": total,
-            "usable_bytes": usable,
-        })
+        results.append(DescribeLogDirsResult(
+            error_code=error,
+            log_dir=log_dir,
+            topics=[] if error else [DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in topics.items()],
+            total_bytes=total,
+            usable_bytes=usable,
+        ))  # fmt: skip
     return results
 
 
 @handles(ApiKey.DESCRIBE_LOG_DIRS)
-async def handle_describe_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_describe_log_dirs(
+    apis: KafkaApis, request: Request, body: DescribeLogDirsRequest
+) -> DescribeLogDirsResponse:
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
         # Kafka 3.x: the top-level error (v3+); older versions just see no log dirs.
-        return {"throttle_time_ms": 0, "error_code": ClusterAuthorizationException.code, "results": []}
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ClusterAuthorizationException.code, results=[])
     log_manager = apis.server.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
     futures = log_manager.moves.future_logs()
     results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body),
                                          futures, log_manager.failure_channel.offline_dirs)
-    return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
 def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any], tp: TopicPartition,
@@ -134,31 +149,40 @@ def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any
 
 
 @handles(ApiKey.ALTER_REPLICA_LOG_DIRS)
-async def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_alter_replica_log_dirs(
+    apis: KafkaApis, request: Request, body: AlterReplicaLogDirsRequest
+) -> AlterReplicaLogDirsResponse:
     log_manager = apis.server.log_manager
     partitions = apis.replica_manager.partitions
     offline = apis.replica_manager.offline_partitions
     if not authorize_cluster(apis, request, Operation.ALTER):
-        refused: dict[str, list[dict[str, int]]] = {}
+        refused: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
         for d in body.dirs:
             for t in d.topics:
                 refused.setdefault(t.name, []).extend(
-                    {"partition_index": p, "error_code": ClusterAuthorizationException.code} for p in t.partitions
+                    AlterReplicaLogDirPartitionResult(partition_index=p, error_code=ClusterAuthorizationException.code)
+                    for p in t.partitions
                 )
-        return {"throttle_time_ms": 0,
-                "results": [{"topic_name": name, "partitions": ps} for name, ps in refused.items()]}  # fmt: skip
+        return AlterReplicaLogDirsResponse(
+            throttle_time_ms=0,
+            results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in refused.items()],
+        )
 
-    def alter_all() -> dict[str, list[dict[str, int]]]:
+    def alter_all() -> dict[str, list[AlterReplicaLogDirPartitionResult]]:
         # Off the loop: starting a move creates the future log's files (and may wait for a
         # move to another dir to stop).
-        results: dict[str, list[dict[str, int]]] = {}
+        results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
         for d in body.dirs:
             for t in d.topics:
                 for p in t.partitions:
                     code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path, offline)
-                    results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+                    results.setdefault(t.name, []).append(
+                        AlterReplicaLogDirPartitionResult(partition_index=p, error_code=code)
+                    )
         return results
 
     results = await asyncio.get_running_loop().run_in_executor(None, alter_all)
-    return {"throttle_time_ms": 0,
-            "results": [{"topic_name": name, "partitions": ps} for name, ps in results.items()]}
+    return AlterReplicaLogDirsResponse(
+        throttle_time_ms=0,
+        results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in results.items()],
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from collections.abc import Coroutine
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import ZERO_UUID
@@ -28,6 +28,13 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
+)
+from kafkapy.protocol.generated.metadata_request import MetadataRequest
+from kafkapy.protocol.generated.metadata_response import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
 )
 from kafkapy.server.apis.auth_helper import (
     authorize,
@@ -45,54 +52,56 @@ log = logging.getLogger("kafkapy.server.KafkaApis")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> dict[str, Any]:
+def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> MetadataResponseTopic:
     cache = apis.metadata_cache
     partitions = []
     for index, p in sorted(cache.partitions.get(topic, {}).items()):
         leader_known = p.leader >= 0 and cache.alive_endpoint(p.leader, listener) is not None
         live = set(cache.brokers)
         partitions.append(
-            {
-                "error_code": 0 if leader_known else LeaderNotAvailableException.code,
-                "partition_index": index,
-                "leader_id": p.leader if leader_known else -1,
-                "leader_epoch": p.leader_epoch,
-                "replica_nodes": list(p.replicas),
-                "isr_nodes": list(p.isr),
+            MetadataResponsePartition(
+                error_code=0 if leader_known else LeaderNotAvailableException.code,
+                partition_index=index,
+                leader_id=p.leader if leader_known else -1,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
                 # Dead brokers, and replicas the controller marked offline (a failed log dir).
-                "offline_replicas": [r for r in p.replicas if r not in live or r in p.offline_replicas],
-            }
+                offline_replicas=[r for r in p.replicas if r not in live or r in p.offline_replicas],
+            )
         )
-    return {
-        "error_code": 0,
-        "name": topic,
-        "topic_id": cache.topic_id(topic),
-        "is_internal": topic in INTERNAL_TOPICS,
-        "partitions": partitions,
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+    return MetadataResponseTopic(
+        error_code=0,
+        name=topic,
+        topic_id=cache.topic_id(topic),
+        is_internal=topic in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
 
 
-def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": topic_id,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-    }
+def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=[],
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
 
 
 @handles(ApiKey.METADATA)
-def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
+def handle_metadata(
+    apis: KafkaApis, request: Request, body: MetadataRequest
+) -> MetadataResponse | Coroutine[None, None, MetadataResponse]:
     version = request.header.api_version
     cache = apis.metadata_cache
     listener = request.listener_name
     requested = body.topics
     all_topics = requested is None or (version == 0 and not requested)
     allow_auto_create = version < 4 or bool(body.allow_auto_topic_creation)
-    topics_out: list[dict[str, Any]] = []
+    topics_out: list[MetadataResponseTopic] = []
     to_create: list[str] = []
     if all_topics:
         names = cache.all_topics()
@@ -101,16 +110,16 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
             names = [t for t in names if t in allowed]
         topics_out = [topic_metadata(apis, t, listener) for t in names]
     else:
-        seen: set[Any] = set()
-        for t in requested:
+        seen: set[str | uuid.UUID] = set()
+        for t in requested or ():
             # Kafka reads the requested topics into a Set: a topic named twice is answered
             # once, so repeating a large topic's name cannot multiply the response.
-            key = t.name if t.name is not None else getattr(t, "topic_id", None)
+            key = t.name if t.name is not None else t.topic_id
             if key in seen:
                 continue
             seen.add(key)
             name = t.name
-            topic_id = getattr(t, "topic_id", None) or ZERO_UUID
+            topic_id = t.topic_id
             if name is None and topic_id != ZERO_UUID:
                 name = cache.topic_name(topic_id)
                 if name is None:
@@ -131,10 +140,8 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
                 topics_out.append(_error_topic(name, UnknownTopicOrPartitionException.code))
     if version >= 8 and body.include_topic_authorized_operations:
         for out in topics_out:
-            if out["error_code"] != TopicAuthorizationException.code and out["name"] is not None:
-                out["topic_authorized_operations"] = authorized_operations(
-                    apis, request, ResourceType.TOPIC, out["name"]
-                )
+            if out.error_code != TopicAuthorizationException.code and out.name is not None:
+                out.topic_authorized_operations = authorized_operations(apis, request, ResourceType.TOPIC, out.name)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and body.include_cluster_authorized_operations:
         cluster_operations = (
@@ -142,14 +149,17 @@ def handle_metadata(apis: KafkaApis, request: Request, body: Any) -> Any:
             if authorize_cluster(apis, request, Operation.DESCRIBE)
             else 0
         )
-    response = {
-        "throttle_time_ms": 0,
-        "brokers": brokers_for_listener(apis, listener),
-        "cluster_id": apis.server.cluster_id,
-        "controller_id": controller_id(apis),
-        "topics": topics_out,
-        "cluster_authorized_operations": cluster_operations,
-    }
+    response = MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[
+            MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+            for b in brokers_for_listener(apis, listener)
+        ],
+        cluster_id=apis.server.cluster_id,
+        controller_id=controller_id(apis),
+        topics=topics_out,
+        cluster_authorized_operations=cluster_operations,
+    )
     if not to_create:
         return response
     return _auto_create(apis, response, to_create)
@@ -161,7 +171,7 @@ def _may_create(apis: KafkaApis, request: Request, name: str) -> bool:
     )
 
 
-async def _auto_create(apis: KafkaApis, response: dict[str, Any], topics: list[str]) -> dict[str, Any]:
+async def _auto_create(apis: KafkaApis, response: MetadataResponse, topics: list[str]) -> MetadataResponse:
     from kafkapy.server.apis.topics import auto_create_topic
 
     loop = asyncio.get_running_loop()
@@ -174,5 +184,5 @@ async def _auto_create(apis: KafkaApis, response: dict[str, Any], topics: list[s
         except KafkaError as e:
             # TOPIC_ALREADY_EXISTS: another request raced us; the metadata is on its way.
             code = LeaderNotAvailableException.code if e.code == TopicExistsException.code else e.code
-        response["topics"].append(_error_topic(name, code))
+        response.topics.append(_error_topic(name, code))
     return response

@@ -16,6 +16,7 @@ whether batches are transactional is read from each partition's first batch head
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
@@ -44,7 +45,7 @@ _TRANSACTIONAL = int(Attr.TRANSACTIONAL)
 
 
 @handles(ApiKey.PRODUCE, raw=True)
-def handle_produce(apis: KafkaApis, request: Request) -> Any:
+def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coroutine[None, None, bytearray]:
     header = request.header
     req = produce_codec.decode_produce_request(header.api_version, request.buffer, request.body_offset)
     acks = req.acks
@@ -123,8 +124,12 @@ def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[st
 
 
 async def _await_isr(
-    apis: KafkaApis, request: Request, req: Any, results: dict[TopicPartition, ProduceResult], request_size: int
-) -> Any:
+    apis: KafkaApis,
+    request: Request,
+    req: produce_codec.ProduceRequest,
+    results: dict[TopicPartition, ProduceResult],
+    request_size: int,
+) -> bytearray:
     await apis.replica_manager.await_isr(results, req.timeout_ms)
     return _respond(apis, request, results, request_size)
 

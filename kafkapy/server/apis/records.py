@@ -12,7 +12,6 @@ passes; a partition still short then answers REQUEST_TIMED_OUT with the low wate
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
@@ -25,6 +24,12 @@ from kafkapy.protocol.errors import (
     TimeoutException,
     TopicAuthorizationException,
     UnknownTopicOrPartitionException,
+)
+from kafkapy.protocol.generated.delete_records_request import DeleteRecordsRequest
+from kafkapy.protocol.generated.delete_records_response import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
 )
 from kafkapy.server.apis.auth_helper import filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
@@ -65,7 +70,9 @@ def _delete_on_leader(apis: KafkaApis, tp: TopicPartition, offset: int) -> _Stat
 
 
 @handles(ApiKey.DELETE_RECORDS)
-async def handle_delete_records(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_delete_records(
+    apis: KafkaApis, request: Request, body: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
     statuses: dict[TopicPartition, _Status] = {}
     order: list[tuple[str, list[int]]] = []
     cache = apis.metadata_cache
@@ -87,17 +94,20 @@ async def handle_delete_records(apis: KafkaApis, request: Request, body: Any) ->
     pending = {tp: s for tp, s in statuses.items() if s.required_offset >= 0}
     if pending:
         await _await_replicas(apis, pending, body.timeout_ms)
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {"name": name, "partitions": [
-                {"partition_index": i, "low_watermark": statuses[TopicPartition(name, i)].low_watermark,
-                 "error_code": statuses[TopicPartition(name, i)].error_code}
+    return DeleteRecordsResponse(
+        throttle_time_ms=0,
+        topics=[
+            DeleteRecordsTopicResult(name=name, partitions=[
+                DeleteRecordsPartitionResult(
+                    partition_index=i,
+                    low_watermark=statuses[TopicPartition(name, i)].low_watermark,
+                    error_code=statuses[TopicPartition(name, i)].error_code,
+                )
                 for i in indexes
-            ]}
+            ])
             for name, indexes in order
         ],
-    }
+    )  # fmt: skip
 
 
 async def _await_replicas(apis: KafkaApis, pending: dict[TopicPartition, _Status], timeout_ms: int) -> None:

@@ -22,6 +22,19 @@ from kafkapy.protocol.errors import (
     UnacceptableCredentialException,
     UnsupportedSaslMechanismException,
 )
+from kafkapy.protocol.generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
+from kafkapy.protocol.generated.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
+from kafkapy.protocol.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
+from kafkapy.protocol.generated.describe_user_scram_credentials_response import (
+    CredentialInfo,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
+)
 from kafkapy.server.apis.auth_helper import authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -48,13 +61,13 @@ def _admin(apis: KafkaApis) -> Any:
 
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def handle_describe_user_scram_credentials(
-    apis: KafkaApis, request: Request, body: Any
-) -> dict[str, Any]:
+    apis: KafkaApis, request: Request, body: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
         code = ClusterAuthorizationException.code
-        return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "results": []}
+        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=code, error_message=None, results=[])
 
-    def describe() -> list[dict[str, Any]]:
+    def describe() -> list[DescribeUserScramCredentialsResult]:
         admin = _admin(apis)
         wanted = [u.name for u in body.users] if body.users else None
         users = (
@@ -75,13 +88,15 @@ async def handle_describe_user_scram_credentials(
                 continue
             configs = admin.fetch_entity_config("users", user)
             infos = [
-                {"mechanism": TYPE_BY_MECHANISM[m], "iterations": parse_credential(configs[m]).iterations}
+                CredentialInfo(mechanism=TYPE_BY_MECHANISM[m], iterations=parse_credential(configs[m]).iterations)
                 for m in TYPE_BY_MECHANISM
                 if m in configs
             ]
             if infos:
                 results.append(
-                    {"user": user, "error_code": 0, "error_message": None, "credential_infos": infos}
+                    DescribeUserScramCredentialsResult(
+                        user=user, error_code=0, error_message=None, credential_infos=infos
+                    )
                 )
             elif wanted is not None:
                 results.append(
@@ -94,22 +109,28 @@ async def handle_describe_user_scram_credentials(
         return results
 
     results = await asyncio.get_running_loop().run_in_executor(None, describe)
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+    return DescribeUserScramCredentialsResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, results=results
+    )
 
 
-def _user_error(user: str, code: int, message: str) -> dict[str, Any]:
-    return {"user": user, "error_code": code, "error_message": message, "credential_infos": []}
+def _user_error(user: str, code: int, message: str) -> DescribeUserScramCredentialsResult:
+    return DescribeUserScramCredentialsResult(user=user, error_code=code, error_message=message, credential_infos=[])
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-async def handle_alter_user_scram_credentials(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_alter_user_scram_credentials(
+    apis: KafkaApis, request: Request, body: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
     if not authorize_cluster(apis, request, Operation.ALTER):
         users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
         code = ClusterAuthorizationException.code
-        return {"throttle_time_ms": 0,
-                "results": [{"user": u, "error_code": code, "error_message": None} for u in users]}  # fmt: skip
+        return AlterUserScramCredentialsResponse(
+            throttle_time_ms=0,
+            results=[AlterUserScramCredentialsResult(user=u, error_code=code, error_message=None) for u in users],
+        )
 
-    def alter() -> list[dict[str, Any]]:
+    def alter() -> list[AlterUserScramCredentialsResult]:
         admin = _admin(apis)
         errors: dict[str, tuple[int, str]] = {}
         changes: dict[str, list[tuple[str, str | None]]] = {}  # user -> [(mechanism, credential or None)]
@@ -160,8 +181,8 @@ async def handle_alter_user_scram_credentials(apis: KafkaApis, request: Request,
                 else:
                     admin.change_entity_config("users", user, configs)
             code, message = errors.get(user, (0, None))
-            results.append({"user": user, "error_code": code, "error_message": message})
+            results.append(AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message))
         return results
 
     results = await asyncio.get_running_loop().run_in_executor(None, alter)
-    return {"throttle_time_ms": 0, "results": results}
+    return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=results)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.constants import ZERO_UUID
 from kafkapy.protocol.errors import (
     InvalidPartitionsException,
     InvalidRequestException,
@@ -33,6 +34,19 @@ from kafkapy.protocol.errors import (
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.protocol.generated.create_partitions_request import CreatePartitionsRequest
+from kafkapy.protocol.generated.create_partitions_response import (
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
+from kafkapy.protocol.generated.create_topics_request import CreateTopicsRequest
+from kafkapy.protocol.generated.create_topics_response import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsResponse,
+)
+from kafkapy.protocol.generated.delete_topics_request import DeleteTopicsRequest
+from kafkapy.protocol.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
@@ -123,42 +137,43 @@ def _budget(apis: KafkaApis) -> _PartitionBudget:
 
 
 @handles(ApiKey.CREATE_TOPICS)
-async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_create_topics(
+    apis: KafkaApis, request: Request, body: CreateTopicsRequest
+) -> CreateTopicsResponse:
     loop = asyncio.get_running_loop()
-    results: list[dict[str, Any]] = []
-    created: list[tuple[dict[str, Any], int]] = []
+    results: list[CreatableTopicResult] = []
+    created: list[tuple[CreatableTopicResult, int]] = []
     controller = is_controller(apis)
     seen: set[str] = set()
     budget = _budget(apis)
     may_create_any = authorize_cluster(apis, request, Operation.CREATE, log_denied=False)
     for t in body.topics:
-        result: dict[str, Any] = {
-            "name": t.name,
-            "topic_id": None,
-            "error_code": 0,
-            "error_message": None,
-            "num_partitions": -1,
-            "replication_factor": -1,
-            "configs": None,
-        }
+        result = CreatableTopicResult(
+            name=t.name,
+            error_code=0,
+            error_message=None,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=None,
+        )
         results.append(result)
         if not controller:
-            result["error_code"] = NotControllerException.code
-            result["error_message"] = "This is not the correct controller for this cluster."
+            result.error_code = NotControllerException.code
+            result.error_message = "This is not the correct controller for this cluster."
             continue
         if t.name in seen:
-            result["error_code"] = InvalidRequestException.code
-            result["error_message"] = f"Create topics request from client contains a duplicate topic {t.name}"
+            result.error_code = InvalidRequestException.code
+            result.error_message = f"Create topics request from client contains a duplicate topic {t.name}"
             continue
         seen.add(t.name)
         if not may_create_any and not authorize(apis, request, Operation.CREATE, ResourceType.TOPIC, t.name):
-            result["error_code"] = TopicAuthorizationException.code
-            result["error_message"] = "Authorization failed."
+            result.error_code = TopicAuthorizationException.code
+            result.error_message = "Authorization failed."
             continue
         if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
             # Kafka's ZkAdminManager.createTopics refuses the mix in these words.
-            result["error_code"] = InvalidRequestException.code
-            result["error_message"] = (
+            result.error_code = InvalidRequestException.code
+            result.error_message = (
                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
                 "Both cannot be used at the same time."
             )
@@ -168,8 +183,8 @@ async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> 
         try:
             budget.take(t.name, len(t.assignments) if t.assignments else partitions)
         except KafkaError as e:
-            result["error_code"] = e.code
-            result["error_message"] = e.message
+            result.error_code = e.code
+            result.error_message = e.message
             continue
         # The decoder bounded these lists by the frame's bytes; the partition count itself is
         # checked against kafkapy.topic.max.partitions by AdminZkClient before placement.
@@ -187,77 +202,85 @@ async def handle_create_topics(apis: KafkaApis, request: Request, body: Any) -> 
         try:
             created_topic = await loop.run_in_executor(None, create)
         except KafkaError as e:
-            result["error_code"] = e.code
-            result["error_message"] = e.message
+            result.error_code = e.code
+            result.error_message = e.message
             continue
         except AdminOperationError as e:
             # Not an ApiException in Kafka either (ApiError.fromThrowable: UNKNOWN_SERVER_ERROR).
-            result["error_code"] = UnknownServerException.code
-            result["error_message"] = str(e)
+            result.error_code = UnknownServerException.code
+            result.error_message = str(e)
             continue
         final_assignment = created_topic.assignment
-        result["topic_id"] = topic_id_from_zk(created_topic.topic_id)
-        result["num_partitions"] = len(final_assignment)
-        result["replication_factor"] = len(next(iter(final_assignment.values()), []))
+        result.topic_id = topic_id_from_zk(created_topic.topic_id) or ZERO_UUID
+        result.num_partitions = len(final_assignment)
+        result.replication_factor = len(next(iter(final_assignment.values()), []))
         if authorize(apis, request, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, log_denied=False):
-            result["configs"] = [
-                {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
+            result.configs = [
+                CreatableTopicConfigs(name=k, value=v, read_only=False, config_source=1, is_sensitive=False)
                 for k, v in sorted(configs.items())
             ]
         else:  # Kafka's answer: created, but its configs are not shown to this principal
-            result["topic_config_error_code"] = TopicAuthorizationException.code
+            result.topic_config_error_code = TopicAuthorizationException.code
         if not body.validate_only:
             created.append((result, len(final_assignment)))
     for result, n in created:
-        if not await wait_until(lambda r=result, n=n: _topic_ready(apis, r["name"], n), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-            result["error_code"] = TimeoutException.code
-            result["error_message"] = f"Timed out waiting for topic {result['name']} to be created"
-    return {"throttle_time_ms": 0, "topics": results}
+        if not await wait_until(lambda r=result, n=n: _topic_ready(apis, r.name, n), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+            result.error_code = TimeoutException.code
+            result.error_message = f"Timed out waiting for topic {result.name} to be created"
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
 # -- DeleteTopics ------------------------------------------------------------------------------
 
 
 @handles(ApiKey.DELETE_TOPICS)
-async def handle_delete_topics(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_delete_topics(
+    apis: KafkaApis, request: Request, body: DeleteTopicsRequest
+) -> DeleteTopicsResponse:
     loop = asyncio.get_running_loop()
     cache = apis.metadata_cache
     if request.header.api_version >= 6:
-        wanted = [(t.name, t.topic_id) for t in body.topics]
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [(t.name, t.topic_id) for t in body.topics]
     else:
         wanted = [(name, None) for name in body.topic_names]
-    responses: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
+    responses: list[DeletableTopicResult] = []
+    pending: list[DeletableTopicResult] = []
     for name, topic_id in wanted:
-        if name is None and topic_id is not None:
+        if name is None:  # v6+ names the topic by id
+            topic_id = topic_id or ZERO_UUID
             name = cache.topic_name(topic_id)
             if name is None:
                 responses.append(
-                    {
-                        "name": None,
-                        "topic_id": topic_id,
-                        "error_code": UnknownTopicIdException.code,
-                        "error_message": None,
-                    }
+                    DeletableTopicResult(
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=UnknownTopicIdException.code,
+                        error_message=None,
+                    )
                 )
                 continue
             if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, name):
-                refused = {"name": None, "topic_id": topic_id, "error_code": UnknownTopicIdException.code}
-                responses.append({**refused, "error_message": None})
+                responses.append(
+                    DeletableTopicResult(
+                        name=None, topic_id=topic_id, error_code=UnknownTopicIdException.code, error_message=None
+                    )
+                )
                 continue
-        response = {"name": name, "topic_id": cache.topic_id(name), "error_code": 0, "error_message": None}
+        response = DeletableTopicResult(
+            name=name, topic_id=cache.topic_id(name), error_code=0, error_message=None
+        )
         responses.append(response)
         if not is_controller(apis):
-            response["error_code"] = NotControllerException.code
+            response.error_code = NotControllerException.code
         elif not authorize(apis, request, Operation.DELETE, ResourceType.TOPIC, name):
-            response["error_code"] = TopicAuthorizationException.code
-            response["error_message"] = "Authorization failed."
+            response.error_code = TopicAuthorizationException.code
+            response.error_message = "Authorization failed."
         elif not apis.config.delete_topic_enable:
-            response["error_code"] = TopicDeletionDisabledException.code
-            response["error_message"] = "Topic deletion is disabled."
+            response.error_code = TopicDeletionDisabledException.code
+            response.error_message = "Topic deletion is disabled."
         elif not cache.contains_topic(name):
-            response["error_code"] = UnknownTopicOrPartitionException.code
-            response["error_message"] = "This server does not host this topic-partition."
+            response.error_code = UnknownTopicOrPartitionException.code
+            response.error_message = "This server does not host this topic-partition."
         else:
             try:
                 await loop.run_in_executor(None, _admin(apis).delete_topic, name)
@@ -266,45 +289,47 @@ async def handle_delete_topics(apis: KafkaApis, request: Request, body: Any) -> 
                 # Kafka's ZkAdminManager swallows it: the deletion under way is this one too.
                 pending.append(response)
             except KafkaError as e:
-                response["error_code"] = e.code
-                response["error_message"] = e.message
+                response.error_code = e.code
+                response.error_message = e.message
     for response in pending:
-        if not await wait_until(lambda n=response["name"]: not cache.contains_topic(n), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-            response["error_code"] = TimeoutException.code
-    return {"throttle_time_ms": 0, "responses": responses}
+        if not await wait_until(lambda n=response.name: not cache.contains_topic(n), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+            response.error_code = TimeoutException.code
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
 
 # -- CreatePartitions --------------------------------------------------------------------------
 
 
 @handles(ApiKey.CREATE_PARTITIONS)
-async def handle_create_partitions(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_create_partitions(
+    apis: KafkaApis, request: Request, body: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     loop = asyncio.get_running_loop()
-    results: list[dict[str, Any]] = []
-    pending: list[tuple[dict[str, Any], int]] = []
+    results: list[CreatePartitionsTopicResult] = []
+    pending: list[tuple[CreatePartitionsTopicResult, int]] = []
     budget = _budget(apis)
     seen: set[str] = set()
     for t in body.topics:
-        result = {"name": t.name, "error_code": 0, "error_message": None}
+        result = CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         results.append(result)
         if not is_controller(apis):
-            result["error_code"] = NotControllerException.code
+            result.error_code = NotControllerException.code
             continue
         if t.name in seen:
-            result["error_code"] = InvalidRequestException.code
-            result["error_message"] = "Duplicate topic in request."
+            result.error_code = InvalidRequestException.code
+            result.error_message = "Duplicate topic in request."
             continue
         seen.add(t.name)
         if not authorize(apis, request, Operation.ALTER, ResourceType.TOPIC, t.name):
-            result["error_code"] = TopicAuthorizationException.code
-            result["error_message"] = "Authorization failed."
+            result.error_code = TopicAuthorizationException.code
+            result.error_message = "Authorization failed."
             continue
         existing = len(apis.metadata_cache.partitions.get(t.name, {}))
         try:
             budget.take(t.name, t.count - existing, t.count)
         except KafkaError as e:
-            result["error_code"] = e.code
-            result["error_message"] = e.message
+            result.error_code = e.code
+            result.error_message = e.message
             continue
         assignments = (
             {existing + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
@@ -319,12 +344,12 @@ async def handle_create_partitions(apis: KafkaApis, request: Request, body: Any)
             if not body.validate_only:
                 pending.append((result, t.count))
         except KafkaError as e:
-            result["error_code"] = e.code
-            result["error_message"] = e.message
+            result.error_code = e.code
+            result.error_message = e.message
         except AdminOperationError as e:
-            result["error_code"] = UnknownServerException.code
-            result["error_message"] = str(e)
+            result.error_code = UnknownServerException.code
+            result.error_message = str(e)
     for result, count in pending:
-        if not await wait_until(lambda r=result, c=count: _topic_ready(apis, r["name"], c), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-            result["error_code"] = TimeoutException.code
-    return {"throttle_time_ms": 0, "results": results}
+        if not await wait_until(lambda r=result, c=count: _topic_ready(apis, r.name, c), body.timeout_ms):  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+            result.error_code = TimeoutException.code
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

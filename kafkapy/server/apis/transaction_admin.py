@@ -7,8 +7,6 @@ transactional id for DescribeTransactions; ListTransactions lists only the ids D
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -18,6 +16,19 @@ from kafkapy.protocol.errors import (
     TransactionalIdAuthorizationException,
     TransactionalIdNotFoundException,
 )
+from kafkapy.protocol.generated.describe_producers_request import DescribeProducersRequest
+from kafkapy.protocol.generated.describe_producers_response import (
+    DescribeProducersResponse,
+    PartitionResponse,
+    ProducerState,
+    TopicResponse,
+)
+from kafkapy.protocol.generated.describe_transactions_request import DescribeTransactionsRequest
+from kafkapy.protocol.generated.describe_transactions_response import DescribeTransactionsResponse, TopicData
+from kafkapy.protocol.generated.describe_transactions_response import TransactionState as DescribedTransaction
+from kafkapy.protocol.generated.list_transactions_request import ListTransactionsRequest
+from kafkapy.protocol.generated.list_transactions_response import ListTransactionsResponse
+from kafkapy.protocol.generated.list_transactions_response import TransactionState as ListedTransaction
 from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.apis.transactions import txn_coordinator
@@ -27,77 +38,83 @@ from kafkapy.server.transaction.transaction_state import TransactionMetadata, Tr
 
 
 @handles(ApiKey.DESCRIBE_PRODUCERS)
-def handle_describe_producers(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_describe_producers(
+    apis: KafkaApis, request: Request, body: DescribeProducersRequest
+) -> DescribeProducersResponse:
     topics = []
     readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         partitions = []
         for index in t.partition_indexes:
-            out: dict[str, Any] = {"partition_index": index, "error_code": 0, "error_message": None, "active_producers": []}
+            out = PartitionResponse(partition_index=index, error_code=0, error_message=None, active_producers=[])
             if t.name not in readable:
-                out["error_code"] = TopicAuthorizationException.code
+                out.error_code = TopicAuthorizationException.code
                 partitions.append(out)
                 continue
             try:
                 log = apis.replica_manager.leader_partition(TopicPartition(t.name, index)).log
-                out["active_producers"] = [
-                    {
-                        "producer_id": e.producer_id,
-                        "producer_epoch": e.producer_epoch,
-                        "last_sequence": e.last_seq,
-                        "last_timestamp": e.last_timestamp,
-                        "coordinator_epoch": e.coordinator_epoch,
-                        "current_txn_start_offset": e.current_txn_first_offset,
-                    }
+                out.active_producers = [
+                    ProducerState(
+                        producer_id=e.producer_id,
+                        producer_epoch=e.producer_epoch,
+                        last_sequence=e.last_seq,
+                        last_timestamp=e.last_timestamp,
+                        coordinator_epoch=e.coordinator_epoch,
+                        current_txn_start_offset=e.current_txn_first_offset,
+                    )
                     for e in list(log.producer_state.producers.values())
                 ]
             except KafkaError as e:
-                out.update(error_code=e.code, error_message=e.message)
+                out.error_code, out.error_message = e.code, e.message
             partitions.append(out)
-        topics.append({"name": t.name, "partitions": partitions})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(TopicResponse(name=t.name, partitions=partitions))
+    return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 
 
-def _by_topic(md: TransactionMetadata) -> list[dict[str, Any]]:
+def _by_topic(md: TransactionMetadata) -> list[TopicData]:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(md.partitions):
         by_topic.setdefault(topic, []).append(partition)
-    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+    return [TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 @handles(ApiKey.DESCRIBE_TRANSACTIONS)
-def handle_describe_transactions(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_describe_transactions(
+    apis: KafkaApis, request: Request, body: DescribeTransactionsRequest
+) -> DescribeTransactionsResponse:
     tc = txn_coordinator(apis)
     states = []
     for txn_id in body.transactional_ids:
-        out: dict[str, Any] = {
-            "error_code": 0, "transactional_id": txn_id, "transaction_state": "", "transaction_timeout_ms": 0,
-            "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": [],
-        }  # fmt: skip
+        out = DescribedTransaction(
+            error_code=0, transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
+            transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[],
+        )  # fmt: skip
         if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
-            out["error_code"] = TransactionalIdAuthorizationException.code
+            out.error_code = TransactionalIdAuthorizationException.code
         elif tc is None:
-            out["error_code"] = CoordinatorNotAvailableException.code
+            out.error_code = CoordinatorNotAvailableException.code
         else:
             code, md, _ = tc.manager.lookup(txn_id)
             if code or md is None:
-                out["error_code"] = code or TransactionalIdNotFoundException.code
+                out.error_code = code or TransactionalIdNotFoundException.code
             else:
-                out.update(
-                    transaction_state=str(md.state), transaction_timeout_ms=md.txn_timeout_ms,
-                    transaction_start_time_ms=md.txn_start_timestamp, producer_id=md.producer_id,
-                    producer_epoch=md.producer_epoch, topics=_by_topic(md),
-                )  # fmt: skip
+                out.transaction_state = str(md.state)
+                out.transaction_timeout_ms = md.txn_timeout_ms
+                out.transaction_start_time_ms = md.txn_start_timestamp
+                out.producer_id, out.producer_epoch = md.producer_id, md.producer_epoch
+                out.topics = _by_topic(md)
         states.append(out)
-    return {"throttle_time_ms": 0, "transaction_states": states}
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
 
 
 @handles(ApiKey.LIST_TRANSACTIONS)
-def handle_list_transactions(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+def handle_list_transactions(
+    apis: KafkaApis, request: Request, body: ListTransactionsRequest
+) -> ListTransactionsResponse:
     tc = txn_coordinator(apis)
     if tc is None:
-        return {"throttle_time_ms": 0, "error_code": CoordinatorNotAvailableException.code,
-                "unknown_state_filters": [], "transaction_states": []}  # fmt: skip
+        return ListTransactionsResponse(throttle_time_ms=0, error_code=CoordinatorNotAvailableException.code,
+                                        unknown_state_filters=[], transaction_states=[])  # fmt: skip
     known = {str(s) for s in TransactionState}
     wanted = set(body.state_filters)
     pids = set(body.producer_id_filters)
@@ -114,11 +131,13 @@ def handle_list_transactions(apis: KafkaApis, request: Request, body: Any) -> di
         if min_duration >= 0 and (md.txn_start_timestamp < 0 or now - md.txn_start_timestamp < min_duration):
             continue
         states.append(
-            {"transactional_id": md.transactional_id, "producer_id": md.producer_id, "transaction_state": str(md.state)}
+            ListedTransaction(
+                transactional_id=md.transactional_id, producer_id=md.producer_id, transaction_state=str(md.state)
+            )
         )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "unknown_state_filters": sorted(wanted - known),
-        "transaction_states": sorted(states, key=lambda s: s["transactional_id"]),
-    }
+    return ListTransactionsResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        unknown_state_filters=sorted(wanted - known),
+        transaction_states=sorted(states, key=lambda s: s.transactional_id),
+    )

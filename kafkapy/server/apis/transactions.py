@@ -29,6 +29,29 @@ from kafkapy.protocol.errors import (
     TransactionalIdAuthorizationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from kafkapy.protocol.generated.add_offsets_to_txn_response import AddOffsetsToTxnResponse
+from kafkapy.protocol.generated.add_partitions_to_txn_request import AddPartitionsToTxnRequest
+from kafkapy.protocol.generated.add_partitions_to_txn_response import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopicResult,
+)
+from kafkapy.protocol.generated.end_txn_request import EndTxnRequest
+from kafkapy.protocol.generated.end_txn_response import EndTxnResponse
+from kafkapy.protocol.generated.txn_offset_commit_request import TxnOffsetCommitRequest
+from kafkapy.protocol.generated.txn_offset_commit_response import (
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from kafkapy.protocol.generated.write_txn_markers_request import WritableTxnMarker, WriteTxnMarkersRequest
+from kafkapy.protocol.generated.write_txn_markers_response import (
+    WritableTxnMarkerPartitionResult,
+    WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult,
+    WriteTxnMarkersResponse,
+)
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
@@ -52,7 +75,9 @@ def fenced_for_version(code: int, version: int, first_version_with_fenced: int) 
 
 
 @handles(ApiKey.ADD_PARTITIONS_TO_TXN)
-async def handle_add_partitions_to_txn(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_add_partitions_to_txn(
+    apis: KafkaApis, request: Request, body: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     version = request.header.api_version
     topics = body.v3_and_below_topics
     wanted = {(t.name, p) for t in topics for p in t.partitions}
@@ -87,46 +112,55 @@ async def handle_add_partitions_to_txn(apis: KafkaApis, request: Request, body: 
             return refused.get(tp, OperationNotAttemptedException.code)
         return code
 
-    return {
-        "throttle_time_ms": 0,
-        "results_by_topic_v3_and_below": [
-            {
-                "name": t.name,
-                "results_by_partition": [
-                    {"partition_index": p, "partition_error_code": partition_code((t.name, p))} for p in t.partitions
+    return AddPartitionsToTxnResponse(
+        throttle_time_ms=0,
+        results_by_topic_v3_and_below=[
+            AddPartitionsToTxnTopicResult(
+                name=t.name,
+                results_by_partition=[
+                    AddPartitionsToTxnPartitionResult(
+                        partition_index=p, partition_error_code=partition_code((t.name, p))
+                    )
+                    for p in t.partitions
                 ],
-            }
+            )
             for t in topics
         ],
-    }
+    )
 
 
 @handles(ApiKey.ADD_OFFSETS_TO_TXN)
-async def handle_add_offsets_to_txn(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_add_offsets_to_txn(
+    apis: KafkaApis, request: Request, body: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse:
     if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
-        return {"throttle_time_ms": 0, "error_code": TransactionalIdAuthorizationException.code}
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=TransactionalIdAuthorizationException.code)
     if not authorize(apis, request, Operation.READ, ResourceType.GROUP, body.group_id):
-        return {"throttle_time_ms": 0, "error_code": GroupAuthorizationException.code}
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code)
     tc = txn_coordinator(apis)
     if tc is None:
-        return {"throttle_time_ms": 0, "error_code": _NOT_AVAILABLE}
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     code = await tc.add_offsets(body.transactional_id, body.producer_id, body.producer_epoch, body.group_id)
-    return {"throttle_time_ms": 0, "error_code": fenced_for_version(code, request.header.api_version, 2)}
+    return AddOffsetsToTxnResponse(
+        throttle_time_ms=0, error_code=fenced_for_version(code, request.header.api_version, 2)
+    )
 
 
 @handles(ApiKey.END_TXN)
-async def handle_end_txn(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_end_txn(apis: KafkaApis, request: Request, body: EndTxnRequest) -> EndTxnResponse:
     if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
-        return {"throttle_time_ms": 0, "error_code": TransactionalIdAuthorizationException.code}
+        return EndTxnResponse(throttle_time_ms=0, error_code=TransactionalIdAuthorizationException.code)
     tc = txn_coordinator(apis)
     if tc is None:
-        return {"throttle_time_ms": 0, "error_code": _NOT_AVAILABLE}
+        return EndTxnResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     code = await tc.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
-    return {"throttle_time_ms": 0, "error_code": fenced_for_version(code, request.header.api_version, 2)}
+    return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(code, request.header.api_version, 2))
 
 
 @handles(ApiKey.WRITE_TXN_MARKERS)
-async def handle_write_txn_markers(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_write_txn_markers(
+    apis: KafkaApis, request: Request, body: WriteTxnMarkersRequest
+) -> WriteTxnMarkersResponse:
     """A coordinator's markers for partitions this broker leads (errors per partition)."""
     timeout_ms = int(apis.config.request_timeout_ms)
     gc = getattr(apis.server, "group_coordinator", None)
@@ -143,26 +177,29 @@ async def handle_write_txn_markers(apis: KafkaApis, request: Request, body: Any)
         )  # fmt: skip
         codes = await write_txn_markers(apis.replica_manager, gc, marker, timeout_ms)
         results.append(_marker_result(m, codes))
-    return {"markers": results}
+    return WriteTxnMarkersResponse(markers=results)
 
 
-def _marker_result(m: Any, codes: dict[tuple[str, int], int]) -> dict[str, Any]:
-    return {
-        "producer_id": m.producer_id,
-        "topics": [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": p, "error_code": codes.get((t.name, p), 0)} for p in t.partition_indexes
+def _marker_result(m: WritableTxnMarker, codes: dict[tuple[str, int], int]) -> WritableTxnMarkerResult:
+    return WritableTxnMarkerResult(
+        producer_id=m.producer_id,
+        topics=[
+            WritableTxnMarkerTopicResult(
+                name=t.name,
+                partitions=[
+                    WritableTxnMarkerPartitionResult(partition_index=p, error_code=codes.get((t.name, p), 0))
+                    for p in t.partition_indexes
                 ],
-            }
+            )
             for t in m.topics
         ],
-    }
+    )
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT)
-async def handle_txn_offset_commit(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_txn_offset_commit(
+    apis: KafkaApis, request: Request, body: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse:
     version = request.header.api_version
     now = time.time_ns() // 1_000_000
     codes: dict[tuple[str, int], int] = {}
@@ -197,16 +234,18 @@ async def handle_txn_offset_commit(apis: KafkaApis, request: Request, body: Any)
         else:
             stored = await gc.commit_txn_offsets(body.group_id, body.producer_id, body.producer_epoch, offsets)
             codes.update({tp: fenced_for_version(c, version, 2) for tp, c in stored.items()})
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
+    return TxnOffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)]
+                    )
                     for p in t.partitions
                 ],
-            }
+            )
             for t in body.topics
         ],
-    }
+    )

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkapy.server.controller.request_batch import inter_broker_endpoint
+from kafkapy.protocol.message import Message
+from kafkapy.server.controller.request_batch import ControllerRequest, inter_broker_endpoint
 
 if TYPE_CHECKING:
     from kafkapy.client.sasl_client import ClientSecurity
@@ -28,7 +29,7 @@ RETRY_BACKOFF_S = 0.1
 
 
 class Connection(Protocol):
-    def send(self, api_key: int, version: int, body: Any) -> Any: ...
+    def send(self, api_key: int, version: int, body: Message) -> Message | None: ...
 
     def close(self) -> None: ...
 
@@ -51,8 +52,8 @@ def default_connection_factory(
 class QueueItem:
     api_key: int
     version: int
-    body: dict[str, Any]
-    callback: Callable[[Any], None] | None
+    body: ControllerRequest
+    callback: Callable[[Message], None] | None
 
 
 _STOP = object()
@@ -102,7 +103,7 @@ class RequestSendThread(threading.Thread):
         self._close()
         log.info("%sStopped", self._prefix)
 
-    def _send_until_success(self, item: QueueItem) -> Any | None:
+    def _send_until_success(self, item: QueueItem) -> Message | None:
         while not self._stopped.is_set():
             try:
                 if self._conn is None:
@@ -177,8 +178,8 @@ class ControllerChannelManager:
         thread.initiate_shutdown()
 
     def send_request(
-        self, broker_id: int, api_key: int, version: int, body: dict[str, Any],
-        callback: Callable[[Any], None] | None = None,
+        self, broker_id: int, api_key: int, version: int, body: ControllerRequest,
+        callback: Callable[[Message], None] | None = None,
     ) -> None:
         thread = self._brokers.get(broker_id)
         if thread is None:

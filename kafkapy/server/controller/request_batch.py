@@ -1,8 +1,9 @@
 """ControllerBrokerRequestBatch: accumulate LeaderAndIsr / UpdateMetadata / StopReplica per broker
 during one state-machine pass, then send them in that order (Kafka's AbstractControllerBrokerRequestBatch).
 
-Bodies are plain dicts in the snake_case of Kafka 3.9's JSON specs at the versions below; the
-send function (ControllerChannelManager.send_request) encodes them with kafkapy.protocol.
+Bodies are the generated message classes of Kafka 3.9's JSON specs (kafkapy.protocol.generated),
+sent at the versions below; the send function (ControllerChannelManager.send_request) encodes them
+and hands the decoded response to the callback.
 """
 
 from __future__ import annotations
@@ -13,6 +14,27 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkapy.protocol.constants import EPOCH_DURING_DELETE, NO_EPOCH, ZERO_UUID
+from kafkapy.protocol.generated.leader_and_isr_request import (
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+)
+from kafkapy.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
+from kafkapy.protocol.generated.stop_replica_request import (
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    StopReplicaTopicState,
+)
+from kafkapy.protocol.generated.stop_replica_response import StopReplicaResponse
+from kafkapy.protocol.generated.update_metadata_request import (
+    UpdateMetadataBroker,
+    UpdateMetadataEndpoint,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
+from kafkapy.protocol.message import Message
 from kafkapy.server.controller.controller_context import ControllerContext
 from kafkapy.server.controller.events import (
     ControllerEvent,
@@ -36,8 +58,9 @@ UPDATE_METADATA_VERSION = 8
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
-# send(broker_id, api_key, version, body, callback(response) | None)
-SendFn = Callable[[int, int, int, dict[str, Any], Callable[[Any], None] | None], None]
+ControllerRequest = LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
+# send(broker_id, api_key, version, body, callback(decoded response) | None)
+SendFn = Callable[[int, int, int, ControllerRequest, Callable[[Message], None] | None], None]
 
 
 def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID:
@@ -45,13 +68,6 @@ def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID:
     if not topic_id:
         return ZERO_UUID
     return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
-
-
-def field(obj: Any, name: str, default: Any = None) -> Any:
-    """Read a decoded response field whether the codec gives objects or dicts."""
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
 
 
 def inter_broker_endpoint(broker: Any, listener_name: str | None) -> Any:
@@ -83,10 +99,10 @@ class ControllerBrokerRequestBatch:
         self._send = send
         self._put_event = put_event
         self.listener_name = listener_name
-        self.leader_and_isr: dict[int, dict[TopicPartition, dict[str, Any]]] = {}
-        self.stop_replica: dict[int, dict[TopicPartition, dict[str, Any]]] = {}
+        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
         self.update_metadata_brokers: set[int] = set()
-        self.update_metadata_partitions: dict[TopicPartition, dict[str, Any]] = {}
+        self.update_metadata_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
         self._state_change_logger = StateChangeLogger(controller_id)
         self.log = ControllerLogger(f"[Controller id={controller_id}] ")
 
@@ -119,19 +135,19 @@ class ControllerBrokerRequestBatch:
             if broker_id < 0:
                 continue
             per_broker = self.leader_and_isr.setdefault(broker_id, {})
-            already_new = bool(per_broker.get(tp, {}).get("is_new"))
-            per_broker[tp] = {
-                "partition_index": tp.partition,
-                "controller_epoch": state.controller_epoch,
-                "leader": lai.leader,
-                "leader_epoch": lai.leader_epoch,
-                "isr": list(lai.isr),
-                "partition_epoch": lai.zk_version,
-                "replicas": list(assignment.replicas),
-                "adding_replicas": list(assignment.adding_replicas),
-                "removing_replicas": list(assignment.removing_replicas),
-                "is_new": is_new or already_new,
-            }
+            earlier = per_broker.get(tp)
+            per_broker[tp] = LeaderAndIsrPartitionState(
+                partition_index=tp.partition,
+                controller_epoch=state.controller_epoch,
+                leader=lai.leader,
+                leader_epoch=lai.leader_epoch,
+                isr=list(lai.isr),
+                partition_epoch=lai.zk_version,
+                replicas=list(assignment.replicas),
+                adding_replicas=list(assignment.adding_replicas),
+                removing_replicas=list(assignment.removing_replicas),
+                is_new=is_new or (earlier is not None and earlier.is_new),
+            )
         # Every LeaderAndIsr change is also metadata every broker should learn about.
         self.add_update_metadata_request_for_brokers(self.context.live_or_shutting_down_broker_ids, [tp])
 
@@ -148,12 +164,12 @@ class ControllerBrokerRequestBatch:
             if broker_id < 0:
                 continue
             per_broker = self.stop_replica.setdefault(broker_id, {})
-            already_delete = bool(per_broker.get(tp, {}).get("delete_partition"))
-            per_broker[tp] = {
-                "partition_index": tp.partition,
-                "leader_epoch": leader_epoch,
-                "delete_partition": delete_partition or already_delete,
-            }
+            earlier = per_broker.get(tp)
+            per_broker[tp] = StopReplicaPartitionState(
+                partition_index=tp.partition,
+                leader_epoch=leader_epoch,
+                delete_partition=delete_partition or (earlier is not None and earlier.delete_partition),
+            )
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
@@ -173,17 +189,16 @@ class ControllerBrokerRequestBatch:
             lai = during_delete(lai.isr)
         replicas = self.context.partition_replica_assignment(tp)
         offline = [r for r in replicas if not self.context.is_replica_online(r, tp)]
-        self.update_metadata_partitions[tp] = {
-            "topic_name": tp.topic,
-            "partition_index": tp.partition,
-            "controller_epoch": info.controller_epoch,
-            "leader": lai.leader,
-            "leader_epoch": lai.leader_epoch,
-            "isr": list(lai.isr),
-            "zk_version": lai.zk_version,
-            "replicas": list(replicas),
-            "offline_replicas": offline,
-        }
+        self.update_metadata_partitions[tp] = UpdateMetadataPartitionState(
+            partition_index=tp.partition,
+            controller_epoch=info.controller_epoch,
+            leader=lai.leader,
+            leader_epoch=lai.leader_epoch,
+            isr=list(lai.isr),
+            zk_version=lai.zk_version,
+            replicas=list(replicas),
+            offline_replicas=offline,
+        )
 
     # --- send ------------------------------------------------------------------------------------
 
@@ -198,12 +213,8 @@ class ControllerBrokerRequestBatch:
     def _topic_uuid(self, topic: str) -> uuid.UUID:
         return topic_id_to_uuid(self.context.topic_ids.get(topic))
 
-    def _header(self, broker_id: int, controller_epoch: int) -> dict[str, Any]:
-        return {
-            "controller_id": self.controller_id,
-            "controller_epoch": controller_epoch,
-            "broker_epoch": self.context.live_broker_epochs.get(broker_id, -1),
-        }
+    def _broker_epoch(self, broker_id: int) -> int:
+        return self.context.live_broker_epochs.get(broker_id, -1)
 
     def _send_leader_and_isr(self, controller_epoch: int) -> None:
         log = self._state_change_logger.with_controller_epoch(controller_epoch)
@@ -211,40 +222,51 @@ class ControllerBrokerRequestBatch:
         for broker_id, states in self.leader_and_isr.items():
             if broker_id not in live:
                 continue
-            leader_ids = {s["leader"] for s in states.values()}
+            leader_ids = {s.leader for s in states.values()}
             live_leaders = []
             for leader_id in sorted(leader_ids & set(live)):
                 endpoint = inter_broker_endpoint(live[leader_id], self.listener_name)
-                live_leaders.append({"broker_id": leader_id, "host_name": endpoint.host or "", "port": endpoint.port})
-            by_topic: dict[str, list[dict[str, Any]]] = {}
+                live_leaders.append(
+                    LeaderAndIsrLiveLeader(
+                        broker_id=leader_id, host_name=endpoint.host or "", port=endpoint.port
+                    )
+                )
+            by_topic: dict[str, list[LeaderAndIsrPartitionState]] = {}
             for tp, state in sorted(states.items()):
                 by_topic.setdefault(tp.topic, []).append(state)
-                role = "become-leader" if state["leader"] == broker_id else "become-follower"
+                role = "become-leader" if state.leader == broker_id else "become-follower"
                 log.info(
                     f"Sending {role} LeaderAndIsr request {_describe_partition_state(state)} to broker {broker_id} "
                     f"for partition {tp}"
                 )
-            body = self._header(broker_id, controller_epoch) | {
-                "type": 0,
-                "topic_states": [
-                    {"topic_name": t, "topic_id": self._topic_uuid(t), "partition_states": ps}
+            body = LeaderAndIsrRequest(
+                controller_id=self.controller_id,
+                controller_epoch=controller_epoch,
+                broker_epoch=self._broker_epoch(broker_id),
+                type=0,
+                topic_states=[
+                    LeaderAndIsrTopicState(topic_name=t, topic_id=self._topic_uuid(t), partition_states=ps)
                     for t, ps in by_topic.items()
                 ],
-                "live_leaders": live_leaders,
-            }
+                live_leaders=live_leaders,
+            )
             # Resolved now: the callback runs on the sender thread and must not read the context.
             id_to_topic = {self._topic_uuid(t): t for t in by_topic}
             callback = self._leader_and_isr_callback(broker_id, id_to_topic)
             self._send(broker_id, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body, callback)
 
-    def _leader_and_isr_callback(self, broker_id: int, id_to_topic: dict[uuid.UUID, str]) -> Callable[[Any], None]:
-        def callback(response: Any) -> None:
+    def _leader_and_isr_callback(
+        self, broker_id: int, id_to_topic: dict[uuid.UUID, str]
+    ) -> Callable[[Message], None]:
+        def callback(response: Message) -> None:
+            if not isinstance(response, LeaderAndIsrResponse):
+                raise TypeError(f"LeaderAndIsr answered with {type(response).__name__}")
             errors: dict[TopicPartition, int] = {}
-            for topic in field(response, "topics", []) or []:
-                name = id_to_topic.get(field(topic, "topic_id"), str(field(topic, "topic_id")))
-                for pe in field(topic, "partition_errors", []) or []:
-                    errors[TopicPartition(name, field(pe, "partition_index"))] = field(pe, "error_code", 0)
-            self._put_event(LeaderAndIsrResponseReceived(broker_id, field(response, "error_code", 0), errors))
+            for topic in response.topics:
+                name = id_to_topic.get(topic.topic_id, str(topic.topic_id))
+                for pe in topic.partition_errors:
+                    errors[TopicPartition(name, pe.partition_index)] = pe.error_code
+            self._put_event(LeaderAndIsrResponseReceived(broker_id, response.error_code, errors))
 
         return callback
 
@@ -252,37 +274,41 @@ class ControllerBrokerRequestBatch:
         if not self.update_metadata_brokers:
             return
         log = self._state_change_logger.with_controller_epoch(controller_epoch)
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
         for tp, state in sorted(self.update_metadata_partitions.items()):
-            by_topic.setdefault(tp.topic, []).append({k: v for k, v in state.items() if k != "topic_name"})
+            by_topic.setdefault(tp.topic, []).append(state)
         topic_states = [
-            {"topic_name": t, "topic_id": self._topic_uuid(t), "partition_states": ps} for t, ps in by_topic.items()
+            UpdateMetadataTopicState(topic_name=t, topic_id=self._topic_uuid(t), partition_states=ps)
+            for t, ps in by_topic.items()
         ]
         live_brokers = [
-            {
-                "id": b.id,
-                "endpoints": [
-                    {
-                        "port": e.port,
-                        "host": e.host or "",
-                        "listener": e.listener_name,
-                        "security_protocol": SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0),
-                    }
+            UpdateMetadataBroker(
+                id=b.id,
+                endpoints=[
+                    UpdateMetadataEndpoint(
+                        port=e.port,
+                        host=e.host or "",
+                        listener=e.listener_name,
+                        security_protocol=SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0),
+                    )
                     for e in b.endpoints
                 ],
-                "rack": b.rack,
-            }
+                rack=b.rack,
+            )
             for b in sorted(self.context.live_brokers.values(), key=lambda b: b.id)
         ]
         for broker_id in sorted(self.update_metadata_brokers & self.context.live_or_shutting_down_broker_ids):
             log.info(
                 f"Sending UpdateMetadata request to broker {broker_id} for {len(self.update_metadata_partitions)} partitions"
             )
-            body = self._header(broker_id, controller_epoch) | {
-                "type": 0,
-                "topic_states": topic_states,
-                "live_brokers": live_brokers,
-            }
+            body = UpdateMetadataRequest(
+                controller_id=self.controller_id,
+                controller_epoch=controller_epoch,
+                broker_epoch=self._broker_epoch(broker_id),
+                type=0,
+                topic_states=topic_states,
+                live_brokers=live_brokers,
+            )
             self._send(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, None)
 
     def _send_stop_replica(self, controller_epoch: int) -> None:
@@ -290,32 +316,41 @@ class ControllerBrokerRequestBatch:
         for broker_id, states in self.stop_replica.items():
             if broker_id not in self.context.live_brokers:
                 continue
-            by_topic: dict[str, list[dict[str, Any]]] = {}
+            by_topic: dict[str, list[StopReplicaPartitionState]] = {}
             for tp, state in sorted(states.items()):
                 by_topic.setdefault(tp.topic, []).append(state)
-            deleting = sum(1 for s in states.values() if s["delete_partition"])
+            deleting = sum(1 for s in states.values() if s.delete_partition)
             log.info(
                 f"Sending StopReplica request for {len(states)} partitions ({deleting} with deletion) to broker {broker_id}"
             )
-            body = self._header(broker_id, controller_epoch) | {
-                "topic_states": [{"topic_name": t, "partition_states": ps} for t, ps in by_topic.items()],
-            }
-            deleted = tuple(tp for tp, state in states.items() if state["delete_partition"])
+            body = StopReplicaRequest(
+                controller_id=self.controller_id,
+                controller_epoch=controller_epoch,
+                broker_epoch=self._broker_epoch(broker_id),
+                topic_states=[
+                    StopReplicaTopicState(topic_name=t, partition_states=ps) for t, ps in by_topic.items()
+                ],
+            )
+            deleted = tuple(tp for tp, state in states.items() if state.delete_partition)
             callback = self._stop_replica_callback(broker_id, deleted) if deleted else None
             self._send(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, callback)
 
-    def _stop_replica_callback(self, broker_id: int, deleted: tuple[TopicPartition, ...]) -> Callable[[Any], None]:
+    def _stop_replica_callback(
+        self, broker_id: int, deleted: tuple[TopicPartition, ...]
+    ) -> Callable[[Message], None]:
         """Only partitions this request asked to delete count for topic deletion: a plain stop
         (delete=false, sent on the way to ReplicaDeletionStarted) must not look like a deletion."""
         wanted = set(deleted)
 
-        def callback(response: Any) -> None:
+        def callback(response: Message) -> None:
             # Runs on the sender thread: only look at immutable inputs and enqueue an event; the
             # event processing decides which topics are still being deleted.
-            request_error = field(response, "error_code", 0)
+            if not isinstance(response, StopReplicaResponse):
+                raise TypeError(f"StopReplica answered with {type(response).__name__}")
+            request_error = response.error_code
             errors = {
-                TopicPartition(field(pe, "topic_name"), field(pe, "partition_index")): field(pe, "error_code", 0)
-                for pe in field(response, "partition_errors", []) or []
+                TopicPartition(pe.topic_name, pe.partition_index): pe.error_code
+                for pe in response.partition_errors
             }
             errors = {tp: code for tp, code in errors.items() if tp in wanted}
             if request_error:
@@ -326,10 +361,10 @@ class ControllerBrokerRequestBatch:
         return callback
 
 
-def _describe_partition_state(state: dict[str, Any]) -> str:
+def _describe_partition_state(state: LeaderAndIsrPartitionState) -> str:
     return (
-        f"LeaderAndIsrPartitionState(partitionIndex={state['partition_index']}, "
-        f"controllerEpoch={state['controller_epoch']}, leader={state['leader']}, "
-        f"leaderEpoch={state['leader_epoch']}, isr={state['isr']}, partitionEpoch={state['partition_epoch']}, "
-        f"replicas={state['replicas']}, isNew={state['is_new']})"
+        f"LeaderAndIsrPartitionState(partitionIndex={state.partition_index}, "
+        f"controllerEpoch={state.controller_epoch}, leader={state.leader}, "
+        f"leaderEpoch={state.leader_epoch}, isr={state.isr}, partitionEpoch={state.partition_epoch}, "
+        f"replicas={state.replicas}, isNew={state.is_new})"
     )

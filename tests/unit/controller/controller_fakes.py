@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.protocol.errors import ControllerMovedException
+from kafkapy.protocol.message import Message
 from kafkapy.server.controller.controller_context import ControllerContext
 from kafkapy.server.controller.leader_and_isr import (
     LeaderAndIsr,
@@ -16,7 +17,7 @@ from kafkapy.server.controller.leader_and_isr import (
     ReplicaAssignment,
     TopicPartition,
 )
-from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch
+from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch, ControllerRequest
 from kafkapy.server.controller.zk_interface import TopicAssignment, UpdateLeaderAndIsrResult
 from kafkapy.server.zk.cluster_znodes import BrokerInfo, EndPoint
 
@@ -218,8 +219,8 @@ class Sent:
     broker_id: int
     api_key: int
     version: int
-    body: dict[str, Any]
-    callback: Callable[[Any], None] | None
+    body: ControllerRequest
+    callback: Callable[[Message], None] | None
 
 
 class Recorder:
@@ -228,8 +229,8 @@ class Recorder:
     def __init__(self) -> None:
         self.sent: list[Sent] = []
 
-    def __call__(self, broker_id: int, api_key: int, version: int, body: dict[str, Any],
-                 callback: Callable[[Any], None] | None) -> None:
+    def __call__(self, broker_id: int, api_key: int, version: int, body: ControllerRequest,
+                 callback: Callable[[Message], None] | None) -> None:
         self.sent.append(Sent(broker_id, api_key, version, body, callback))
 
     def of(self, api_key: int, broker_id: int | None = None) -> list[Sent]:

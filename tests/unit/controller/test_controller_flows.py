@@ -8,6 +8,12 @@ import pytest
 from controller_fakes import FakeZk, broker
 
 from kafkapy.protocol.errors import ControllerMovedException, StaleBrokerEpochException
+from kafkapy.protocol.generated.leader_and_isr_response import (
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrResponse,
+    LeaderAndIsrTopicError,
+)
+from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.controller_config import ControllerConfig
 from kafkapy.server.controller.kafka_controller import KafkaController
@@ -30,10 +36,10 @@ class FakeBrokers:
                 with brokers.lock:
                     brokers.received.append((port - 9090, api_key, body))
                 if api_key == STOP_REPLICA:
-                    return {"error_code": 0, "partition_errors": [
-                        {"topic_name": t["topic_name"], "partition_index": p["partition_index"], "error_code": 0}
-                        for t in body["topic_states"] for p in t["partition_states"]]}
-                return {"error_code": 0, "topics": []}
+                    return StopReplicaResponse(error_code=0, partition_errors=[
+                        StopReplicaPartitionError(topic_name=t.topic_name, partition_index=p.partition_index)
+                        for t in body.topic_states for p in t.partition_states])
+                return LeaderAndIsrResponse(error_code=0)
 
             def close(self):
                 pass
@@ -106,8 +112,8 @@ def test_new_topic_gets_leaders_in_zk_and_leader_and_isr_to_replicas(cluster):
     assert zk.states[TopicPartition("t", 0)].leader_and_isr == LeaderAndIsr(1, 0, (1, 2), 0)
     assert zk.states[TopicPartition("t", 1)].leader_and_isr == LeaderAndIsr(2, 0, (2, 0), 0)
     wait_until(lambda: net.of(LEADER_AND_ISR, 1) and net.of(LEADER_AND_ISR, 2) and net.of(LEADER_AND_ISR, 0))
-    partitions = [p for body in net.of(LEADER_AND_ISR, 2) for t in body["topic_states"] for p in t["partition_states"]]
-    assert {p["partition_index"] for p in partitions} == {0, 1}
+    partitions = [p for body in net.of(LEADER_AND_ISR, 2) for t in body.topic_states for p in t.partition_states]
+    assert {p.partition_index for p in partitions} == {0, 1}
 
 
 def test_dead_broker_loses_leadership(cluster):
@@ -135,7 +141,7 @@ def test_returning_broker_gets_its_replicas_and_full_metadata(cluster):
     zk.fire_children("/brokers/ids")
     settle(c)
     wait_until(lambda: net.of(LEADER_AND_ISR, 1) and net.of(UPDATE_METADATA, 1))
-    assert any(body["topic_states"] for body in net.of(UPDATE_METADATA, 1))
+    assert any(body.topic_states for body in net.of(UPDATE_METADATA, 1))
 
 
 def test_topic_deletion_stops_replicas_and_removes_the_topic(cluster):
@@ -147,8 +153,8 @@ def test_topic_deletion_stops_replicas_and_removes_the_topic(cluster):
     zk.fire_children("/admin/delete_topics")
     wait_until(lambda: "t" in zk.deleted_topics)
     settle(c)
-    stops = [p for b in (1, 2) for body in net.of(STOP_REPLICA, b) for t in body["topic_states"] for p in t["partition_states"]]
-    assert any(p["delete_partition"] for p in stops)
+    stops = [p for b in (1, 2) for body in net.of(STOP_REPLICA, b) for t in body.topic_states for p in t.partition_states]
+    assert any(p.delete_partition for p in stops)
     assert "t" not in c.context.all_topics and not c.context.replica_states
 
 
@@ -218,8 +224,8 @@ def test_isr_change_notification_refreshes_cache_and_sends_update_metadata(clust
     settle(c)
     assert c.context.partition_leadership_info[tp].leader_and_isr.isr == (1,)
     assert zk.isr_notifications == {}
-    wait_until(lambda: any(p["isr"] == [1] for body in net.of(UPDATE_METADATA, 2)
-                           for t in body["topic_states"] for p in t["partition_states"]))
+    wait_until(lambda: any(p.isr == [1] for body in net.of(UPDATE_METADATA, 2)
+                           for t in body.topic_states for p in t.partition_states))
 
 
 def test_controller_failover_to_the_other_broker(cluster):
@@ -268,8 +274,8 @@ def test_bounced_broker_is_failed_over_then_restarted(cluster):
     settle(c)
     assert zk.states[TopicPartition("t", 0)].leader_and_isr.leader == 2
     assert c.context.live_broker_epochs[1] == 999
-    wait_until(lambda: any(p["leader"] == 2 for body in net.of(LEADER_AND_ISR, 1)
-                           for t in body["topic_states"] for p in t["partition_states"]))
+    wait_until(lambda: any(p.leader == 2 for body in net.of(LEADER_AND_ISR, 1)
+                           for t in body.topic_states for p in t.partition_states))
 
 
 def test_a_log_dir_event_moves_leadership_off_the_replicas_a_broker_reports_offline(cluster):
@@ -292,12 +298,13 @@ def test_a_log_dir_event_moves_leadership_off_the_replicas_a_broker_reports_offl
         def send_with_offline_dir(api_key, version, body):
             response = send(api_key, version, body)
             if api_key == LEADER_AND_ISR:
-                response = {"error_code": 0, "topics": [
-                    {"topic_id": t["topic_id"], "partition_errors": [
-                        {"partition_index": p["partition_index"],
-                         "error_code": 56 if (t["topic_name"], p["partition_index"]) == ("t", 0) else 0}
-                        for p in t["partition_states"]]}
-                    for t in body["topic_states"]]}
+                response = LeaderAndIsrResponse(error_code=0, topics=[
+                    LeaderAndIsrTopicError(topic_id=t.topic_id, partition_errors=[
+                        LeaderAndIsrPartitionError(
+                            partition_index=p.partition_index,
+                            error_code=56 if (t.topic_name, p.partition_index) == ("t", 0) else 0)
+                        for p in t.partition_states])
+                    for t in body.topic_states])
             return response
 
         conn.send = send_with_offline_dir

@@ -29,8 +29,8 @@ def test_new_partition_goes_online_with_first_live_replica_as_leader_and_live_is
     assert zk.states[tp] == LeaderIsrAndControllerEpoch(expected, 1)
     # LeaderAndIsr to the ISR members, flagged new; UpdateMetadata to every live broker.
     assert sorted(s.broker_id for s in rec.of(LEADER_AND_ISR)) == [1, 2]
-    state = rec.of(LEADER_AND_ISR, 1)[0].body["topic_states"][0]["partition_states"][0]
-    assert state["is_new"] is True and state["leader"] == 1 and state["isr"] == [1, 2]
+    state = rec.of(LEADER_AND_ISR, 1)[0].body.topic_states[0].partition_states[0]
+    assert state.is_new is True and state.leader == 1 and state.isr == [1, 2]
     assert sorted(s.broker_id for s in rec.of(UPDATE_METADATA)) == [1, 2]
 
 

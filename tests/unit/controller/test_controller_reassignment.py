@@ -20,8 +20,8 @@ REASSIGN = "/admin/reassign_partitions"
 
 
 def stops(net, broker_id, delete):
-    return [p for body in net.of(STOP_REPLICA, broker_id) for t in body["topic_states"]
-            for p in t["partition_states"] if p["delete_partition"] == delete]
+    return [p for body in net.of(STOP_REPLICA, broker_id) for t in body.topic_states
+            for p in t.partition_states if p.delete_partition == delete]
 
 
 @pytest.mark.timeout(30)
@@ -38,9 +38,9 @@ def test_zk_reassignment_moves_replicas_once_the_target_is_in_sync(cluster):  # 
     assert zk.topics["t"].partitions[0] == ReplicaAssignment((1, 2, 0), (2,), (0,))
     assert zk.states[T0].leader_and_isr.leader_epoch == epoch_before + 1
     assert T0 in c.context.partitions_being_reassigned
-    wait_until(lambda: any(p["is_new"] and p["replicas"] == [1, 2, 0]
-                           for body in net.of(LEADER_AND_ISR, 2) for t in body["topic_states"]
-                           for p in t["partition_states"]))
+    wait_until(lambda: any(p.is_new and p.replicas == [1, 2, 0]
+                           for body in net.of(LEADER_AND_ISR, 2) for t in body.topic_states
+                           for p in t.partition_states))
     assert zk.reassignment == {T0: [1, 2]}
     # Replica 2 catches up: the leader (0) adds it to the ISR.
     zk.set_isr(T0, (0, 1, 2))

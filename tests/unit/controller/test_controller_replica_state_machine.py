@@ -56,7 +56,7 @@ def test_online_replica_of_led_partition_gets_leader_and_isr():
     rsm.handle_state_changes([r], R.ONLINE)
     [sent] = rec.of(LEADER_AND_ISR)
     assert sent.broker_id == 1
-    assert sent.body["topic_states"][0]["partition_states"][0]["is_new"] is False
+    assert sent.body.topic_states[0].partition_states[0].is_new is False
 
 
 def test_offline_follower_is_removed_from_isr_in_zk_and_remaining_replicas_are_told():
@@ -70,7 +70,7 @@ def test_offline_follower_is_removed_from_isr_in_zk_and_remaining_replicas_are_t
     assert zk.states[tp].leader_and_isr == LeaderAndIsr(0, 6, (0, 1), 8)
     [stop] = rec.of(STOP_REPLICA)
     assert stop.broker_id == 2
-    assert stop.body["topic_states"][0]["partition_states"][0]["delete_partition"] is False
+    assert stop.body.topic_states[0].partition_states[0].delete_partition is False
     assert sorted(s.broker_id for s in rec.of(LEADER_AND_ISR)) == [0, 1]
     assert rec.of(UPDATE_METADATA)
 
@@ -92,7 +92,7 @@ def test_deletion_states_send_stop_replica_with_delete_and_end_non_existent():
     ctx.replica_states[r] = R.OFFLINE
     rsm.handle_state_changes([r], R.REPLICA_DELETION_STARTED)
     [stop] = rec.of(STOP_REPLICA)
-    assert stop.body["topic_states"][0]["partition_states"][0]["delete_partition"] is True
+    assert stop.body.topic_states[0].partition_states[0].delete_partition is True
     rsm.handle_state_changes([r], R.REPLICA_DELETION_SUCCESSFUL)
     rsm.handle_state_changes([r], R.NON_EXISTENT)
     assert r not in ctx.replica_states

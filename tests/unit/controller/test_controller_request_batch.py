@@ -6,6 +6,12 @@ import uuid
 import pytest
 from controller_fakes import assign, broker, make_batch, make_context
 
+from kafkapy.protocol.generated.leader_and_isr_response import (
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrResponse,
+    LeaderAndIsrTopicError,
+)
+from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from kafkapy.protocol.messages import decode_request, encode_request
 from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.leader_and_isr import (
@@ -98,8 +104,8 @@ def test_partitions_being_deleted_are_advertised_with_leader_minus_two():
     batch.new_batch()
     batch.add_update_metadata_request_for_brokers([0], [tp])
     batch.send_requests_to_brokers(1)
-    p = rec.of(UPDATE_METADATA)[0].body["topic_states"][0]["partition_states"][0]
-    assert (p["leader"], p["leader_epoch"]) == (-2, -2)
+    p = rec.of(UPDATE_METADATA)[0].body.topic_states[0].partition_states[0]
+    assert (p.leader, p.leader_epoch) == (-2, -2)
 
 
 def test_stop_replica_merges_delete_flags_and_uses_the_deletion_epoch():
@@ -118,9 +124,9 @@ def test_stop_replica_merges_delete_flags_and_uses_the_deletion_epoch():
     assert states == {0: (6, True), 1: (-1, False)}
     # The response becomes a controller event about the deleted partitions only: a plain stop
     # must not count as a deletion.
-    sent.callback({"error_code": 0, "partition_errors": [
-        {"topic_name": "t", "partition_index": 0, "error_code": 0},
-        {"topic_name": "t", "partition_index": 1, "error_code": 56}]})
+    sent.callback(StopReplicaResponse(error_code=0, partition_errors=[
+        StopReplicaPartitionError(topic_name="t", partition_index=0, error_code=0),
+        StopReplicaPartitionError(topic_name="t", partition_index=1, error_code=56)]))
     assert events == [ev.TopicDeletionStopReplicaResponseReceived(0, 0, {a: 0})]
 
 
@@ -141,7 +147,7 @@ def test_a_failed_stop_replica_request_fails_every_partition_it_carried():
     batch.new_batch()
     batch.add_stop_replica_request_for_brokers([0], tp, delete_partition=True)
     batch.send_requests_to_brokers(1)
-    rec.of(STOP_REPLICA)[0].callback({"error_code": 11, "partition_errors": []})
+    rec.of(STOP_REPLICA)[0].callback(StopReplicaResponse(error_code=11))
     assert events[0].partition_errors == {tp: 11}
 
 
@@ -171,6 +177,7 @@ def test_leader_and_isr_response_errors_become_an_event_keyed_by_topic_name():
     batch.new_batch()
     batch.add_leader_and_isr_request_for_brokers([0], tp, state, ReplicaAssignment((0,)), is_new=False)
     batch.send_requests_to_brokers(1)
-    rec.of(LEADER_AND_ISR)[0].callback({"error_code": 0, "topics": [
-        {"topic_id": uuid.UUID(int=1), "partition_errors": [{"partition_index": 0, "error_code": 56}]}]})
+    rec.of(LEADER_AND_ISR)[0].callback(LeaderAndIsrResponse(error_code=0, topics=[
+        LeaderAndIsrTopicError(topic_id=uuid.UUID(int=1), partition_errors=[
+            LeaderAndIsrPartitionError(partition_index=0, error_code=56)])]))
     assert events == [ev.LeaderAndIsrResponseReceived(0, 0, {TopicPartition("t", 0): 56})]

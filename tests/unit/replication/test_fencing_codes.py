@@ -78,7 +78,8 @@ def offset_for_leader_epoch(
     out = handle_offset_for_leader_epoch(SimpleNamespace(replica_manager=rm), request(version), body)
     # The answer must encode in the version asked, as the broker sends it.
     messages.encode_response(ApiKey.OFFSET_FOR_LEADER_EPOCH, version, out)
-    return out["topics"][0]["partitions"][0]
+    p = out.topics[0].partitions[0]
+    return EpochEndOffset(p.error_code, p.partition, p.leader_epoch, p.end_offset)
 
 
 # -- the check itself ---------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def list_offsets(
             {"partition_index": 0, "current_leader_epoch": current_leader_epoch, "timestamp": timestamp}]}]},
     )  # fmt: skip
     out = handle_list_offsets(SimpleNamespace(replica_manager=rm), request(version), body)
-    return out["topics"][0]["partitions"][0]  # type: ignore[no-any-return]
+    return out.topics[0].partitions[0].to_dict()
 
 
 def test_list_offsets_fencing(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_a_failed_dir_takes_its_replicas_offline_and_only_those(tmp_path: Path) 
     rm.fetcher_manager = FakeFetcherManager(events)  # type: ignore[assignment]
     configs = {"t": LogConfig()}
     out = rm.become_leader_or_follower(leader_and_isr((0, 0, True), (1, 1, True)), configs)
-    assert [p["error_code"] for p in out["topics"][0]["partition_errors"]] == [0, 0]
+    assert [p.error_code for p in out.topics[0].partition_errors] == [0, 0]
     assert rm.append_records(1, [(LED, batch(2))])[LED].error_code == 0
     failed = os.path.dirname(rm.partitions[FOLLOWED].log.dir)
     healthy = os.path.dirname(rm.partitions[LED].log.dir)
@@ -87,6 +87,6 @@ def test_a_failed_dir_takes_its_replicas_offline_and_only_those(tmp_path: Path) 
     assert fetched[FOLLOWED].error_code == STORAGE and fetched[LED].error_code == 0
     assert rm.append_records(1, [(FOLLOWED, batch(1))])[FOLLOWED].error_code == STORAGE
     again = rm.become_leader_or_follower(leader_and_isr((0, 0, False), (1, 0, False)), configs)
-    assert [p["error_code"] for p in again["topics"][0]["partition_errors"]] == [0, STORAGE]
-    assert rm.stop_replicas(stop_replica(1))["partition_errors"][0]["error_code"] == STORAGE
+    assert [p.error_code for p in again.topics[0].partition_errors] == [0, STORAGE]
+    assert rm.stop_replicas(stop_replica(1)).partition_errors[0].error_code == STORAGE
     logs.shutdown()

@@ -13,6 +13,12 @@ from replication_helpers import TP, batch
 from test_isr_manager import FakeZk, zk_with
 
 from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.protocol.generated.leader_and_isr_request import (
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+)
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.replica_fetcher_thread import InitialFetchState
@@ -63,15 +69,15 @@ class FakeFetcherManager:
         pass
 
 
-def leader_and_isr(leader: int, epoch: int, isr: list[int], partition_epoch: int = 0) -> Any:
-    ps = SimpleNamespace(
+def leader_and_isr(leader: int, epoch: int, isr: list[int], partition_epoch: int = 0) -> LeaderAndIsrRequest:
+    ps = LeaderAndIsrPartitionState(
         partition_index=0, leader=leader, leader_epoch=epoch, isr=isr, replicas=[0, 1, 2],
         partition_epoch=partition_epoch,
     )  # fmt: skip
-    return SimpleNamespace(
+    return LeaderAndIsrRequest(
         controller_id=5, controller_epoch=1,
-        topic_states=[SimpleNamespace(topic_name=TP.topic, topic_id=uuid.UUID(int=7), partition_states=[ps])],
-        live_leaders=[SimpleNamespace(broker_id=b, host_name="127.0.0.1", port=9000 + b) for b in range(3)],
+        topic_states=[LeaderAndIsrTopicState(topic_name=TP.topic, topic_id=uuid.UUID(int=7), partition_states=[ps])],
+        live_leaders=[LeaderAndIsrLiveLeader(broker_id=b, host_name="127.0.0.1", port=9000 + b) for b in range(3)],
     )  # fmt: skip
 
 
@@ -90,7 +96,7 @@ def replica_manager(tmp_path: Path, zk: FakeZk | None = None) -> tuple[ReplicaMa
 def test_becoming_follower_starts_a_fetcher_for_the_leader(tmp_path: Path) -> None:
     rm, events = replica_manager(tmp_path)
     out = rm.become_leader_or_follower(leader_and_isr(1, 1, [0, 1, 2]), {TP.topic: LogConfig()})
-    assert out["topics"][0]["partition_errors"][0]["error_code"] == 0
+    assert out.topics[0].partition_errors[0].error_code == 0
     state = rm.fetcher_manager.fetching[TP]
     assert (state.leader.id, state.leader.port, state.leader_epoch) == (1, 9001, 1)
     assert state.log is rm.partitions[TP].log

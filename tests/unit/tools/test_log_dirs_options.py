@@ -45,16 +45,16 @@ def test_every_dir_is_described_and_logs_land_in_their_own(tmp_path: Path) -> No
     logs: dict[TopicPartition, Any] = {TopicPartition("t", 0): _Log(a / "t-0", 100, 5, 5),
                                        TopicPartition("t", 1): _Log(b / "t-1", 7, 3, 9),
                                        TopicPartition("x", 0): _Log(b / "x-0", 1, 0, 0)}
-    results = describe_log_dirs([str(a), str(b), str(tmp_path / "missing")], logs, None)
+    results = [r.to_dict() for r in describe_log_dirs([str(a), str(b), str(tmp_path / "missing")], logs, None)]
     assert [r["log_dir"] for r in results] == [str(a), str(b), str(tmp_path / "missing")]
     assert results[0]["topics"] == [{"name": "t", "partitions": [
         {"partition_index": 0, "partition_size": 100, "offset_lag": 0, "is_future_key": False}]}]
     assert results[1]["topics"][0]["partitions"][0]["offset_lag"] == 0  # LEO ahead of HW lags nothing
     assert results[2]["error_code"] == KafkaStorageException.code
-    only = describe_log_dirs([str(a), str(b)], logs, {TopicPartition("x", 0)})
+    only = [r.to_dict() for r in describe_log_dirs([str(a), str(b)], logs, {TopicPartition("x", 0)})]
     assert only[0]["topics"] == [] and [t["name"] for t in only[1]["topics"]] == ["x"]
     failed = describe_log_dirs([str(a), str(b)], logs, None, offline_dirs=frozenset({str(b)}))
-    assert [r["error_code"] for r in failed] == [0, KafkaStorageException.code] and failed[1]["topics"] == []
+    assert [r.error_code for r in failed] == [0, KafkaStorageException.code] and failed[1].topics == []
 
 
 class _Moves:
