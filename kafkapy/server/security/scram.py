@@ -157,8 +157,10 @@ def parse_client_first(data: bytes) -> ClientFirst:
 
 class ScramServer:
     """One server-side exchange. `first` answers the client-first message given the user's
-    credential (None: unknown user, which fails later, at the proof, as Kafka's does not reveal
-    which users exist); `final` checks the proof and returns the server-final message."""
+    credential (None: unknown user, which gets a decoy server-first and fails at the proof, so
+    the exchange does not tell which users exist; Kafka's ScramSaslServer fails it one step
+    earlier, with the same SASL_AUTHENTICATION_FAILED message); `final` checks the proof and
+    returns the server-final message."""
 
     def __init__(self, mechanism: str) -> None:
         self.mechanism = mechanism
