@@ -1,5 +1,6 @@
 """What TLS and SASL cost: librdkafka produce and consume of 1 KB records through one broker's
-PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-256) listeners, in one run, alternating listeners.
+PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-256) listeners, in one run, the three interleaved in
+every round.
 
     python benchmarks/security_cost.py [--records 100000] [--rounds 2]
 

@@ -54,3 +54,26 @@ def make_pki(d: Path) -> Pki:
     rogue_ca = _make_ca(d, "rogue-ca")
     rogue_key, rogue_cert = _make_leaf(d, "rogue", "/CN=mallory", rogue_ca, None)
     return Pki(ca[1], keystore, server_cert, server_key, client_cert, client_key, rogue_cert, rogue_key)
+
+
+@dataclass(frozen=True)
+class Pkcs12Stores:
+    keystore: Path  # the server's key and certificate, the CA as its chain
+    truststore: Path  # the CA certificate alone (what keytool -importcert makes)
+    password: str
+
+
+def make_pkcs12(pki: Pki, d: Path, password: str = "store-secret") -> Pkcs12Stores:
+    """The same PKI as PKCS12 files (ssl.keystore.type=PKCS12), written with `cryptography`."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = serialization.load_pem_private_key(pki.server_key.read_bytes(), None)
+    cert = x509.load_pem_x509_certificate(pki.server_cert.read_bytes())
+    ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    encryption = serialization.BestAvailableEncryption(password.encode())
+    keystore, truststore = d / "server.keystore.p12", d / "truststore.p12"
+    keystore.write_bytes(pkcs12.serialize_key_and_certificates(b"server", key, cert, [ca], encryption))  # type: ignore[arg-type]
+    truststore.write_bytes(pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], encryption))
+    return Pkcs12Stores(keystore, truststore, password)

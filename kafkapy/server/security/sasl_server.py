@@ -185,6 +185,12 @@ class SaslServerAuthenticator:
         except (ScramError, UnicodeDecodeError) as e:
             log.debug("Invalid SCRAM client-first message from %s: %s", self.connection_id, e)
             return self._failed(header, scram_failure(self.mechanism))
+        if first.authzid and first.authzid != first.username:
+            # Kafka's ScramSaslServer: the authorization id may only repeat the user name.
+            return self._failed(
+                header,
+                "Authentication failed: Client requested an authorization id that is different from username",
+            )
         if first.extensions.get("tokenauth") == "true":
             return self._failed(
                 header, "Authentication failed: delegation tokens are not supported by kafkapy"

@@ -132,6 +132,7 @@ class ClientFirst:
     bare: str  # client-first-message-bare, part of the AuthMessage
     gs2_header: str
     extensions: dict[str, str]  # Kafka's (KIP-86) e.g. tokenauth=true
+    authzid: str = ""  # the GS2 header's a=<name>; Kafka refuses one that is not the user
 
 
 def parse_client_first(data: bytes) -> ClientFirst:
@@ -148,15 +149,18 @@ def parse_client_first(data: bytes) -> ClientFirst:
     # Kafka's extensions (KIP-86) follow as key=value pairs with names longer than one letter.
     extensions = dict(part.split("=", 1) for part in parts[2:] if "=" in part)
     attrs = {"n": parts[0][2:], "r": parts[1][2:]}
+    authzid = _unescape_name(match.group(2)[2:]) if match.group(2) else ""
     return ClientFirst(
-        _unescape_name(attrs["n"]), attrs["r"], bare, text[: len(text) - len(bare)], extensions
+        _unescape_name(attrs["n"]), attrs["r"], bare, text[: len(text) - len(bare)], extensions, authzid
     )
 
 
 class ScramServer:
     """One server-side exchange. `first` answers the client-first message given the user's
-    credential (None: unknown user, which fails later, at the proof, as Kafka's does not reveal
-    which users exist); `final` checks the proof and returns the server-final message."""
+    credential (None: unknown user, which gets a decoy server-first and fails at the proof, so
+    the exchange does not tell which users exist; Kafka's ScramSaslServer fails it one step
+    earlier, with the same SASL_AUTHENTICATION_FAILED message); `final` checks the proof and
+    returns the server-final message."""
 
     def __init__(self, mechanism: str) -> None:
         self.mechanism = mechanism

@@ -4,17 +4,22 @@ Key stores (KIP-651): `ssl.keystore.type=PEM` with `ssl.keystore.location` namin
 holding the private key and the certificate chain, or the same inline in
 `ssl.keystore.key` + `ssl.keystore.certificate.chain`; an encrypted key's password is
 `ssl.key.password`. Trust stores: `ssl.truststore.type=PEM` with `ssl.truststore.location` or
-inline `ssl.truststore.certificates`. PKCS12 needs the `cryptography` package, which this
-installation may lack: then it is refused at start-up with a message saying so; JKS is a Java
-format and is always refused (convert it with `keytool -importkeystore` to PKCS12 or PEM).
+inline `ssl.truststore.certificates`. `ssl.keystore.type=PKCS12` / `ssl.truststore.type=PKCS12`
+read `ssl.keystore.location` (opened with `ssl.keystore.password`; the key inside with
+`ssl.key.password` when that differs) and `ssl.truststore.location` (`ssl.truststore.password`)
+with the `cryptography` package; Python's ssl module loads PEM only, so the key and its chain go
+through a private temporary file (mode 0600, the key encrypted with a one-time password, removed
+at once) and the trusted certificates are handed over in memory. JKS is a Java format and is
+always refused (convert it with `keytool -importkeystore -deststoretype PKCS12`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
+import secrets
 import ssl
 import tempfile
+from typing import Any
 
 from kafkapy.server.config_def import ConfigException
 from kafkapy.server.security.listener_security import ListenerSettings
@@ -84,22 +89,76 @@ def _common(ctx: ssl.SSLContext, settings: ListenerSettings) -> None:
 
 def _store_type(settings: ListenerSettings, key: str) -> str:
     kind = (settings.string(key) or "JKS").upper()
-    if kind == "JKS":
-        return kind
-    if kind == "PKCS12":
-        # Reading PKCS12 needs the `cryptography` package; until an installation has it (this one
-        # did not when this was written) PKCS12 is refused with the conversion to PEM.
-        why = (
-            "PKCS12 stores are not read by kafkapy yet"
-            if importlib.util.find_spec("cryptography") is not None
-            else "PKCS12 stores need the 'cryptography' package, which is not installed"
-        )
-        raise ConfigException(
-            settings.key_name(key), kind, f"{why}; use PEM (openssl pkcs12 -in store.p12 -nodes > store.pem)"
-        )
-    if kind != "PEM":
-        raise ConfigException(settings.key_name(key), kind, "Unsupported store type; use PEM")
+    if kind not in ("JKS", "PEM", "PKCS12"):
+        raise ConfigException(settings.key_name(key), kind, "Unsupported store type; use PEM or PKCS12")
     return kind
+
+
+def _pkcs12(settings: ListenerSettings, location_key: str, passwords: list[str | None]) -> tuple[Any, Any, list[Any]]:
+    """(key, certificate, other certificates) of a PKCS12 file, trying each password in turn."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    location = settings.string(location_key)
+    assert location is not None
+    try:
+        with open(location, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ConfigException(settings.key_name(location_key), location, f"Cannot load: {e}") from e
+    error: Exception | None = None
+    for password in dict.fromkeys(passwords):  # distinct, in order
+        try:
+            key, cert, others = pkcs12.load_key_and_certificates(data, password.encode() if password else None)
+            return key, cert, list(others)
+        except (ValueError, TypeError) as e:
+            error = e
+    raise ConfigException(
+        settings.key_name(location_key), location, f"Cannot load the PKCS12 store (wrong password?): {error}"
+    )
+
+
+def _load_pkcs12_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    key, cert, chain = _pkcs12(
+        settings, "ssl.keystore.location", [settings.string("ssl.keystore.password"), settings.string("ssl.key.password")]
+    )
+    if key is None or cert is None:
+        raise ConfigException(
+            settings.key_name("ssl.keystore.location"), settings.string("ssl.keystore.location"),
+            "The PKCS12 key store holds no private key with its certificate",
+        )  # fmt: skip
+    one_time = secrets.token_urlsafe(24)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(one_time.encode()),
+    ) + b"".join(c.public_bytes(serialization.Encoding.PEM) for c in [cert, *chain])
+    # The ssl module only loads key material from files: a private (0600) temporary file.
+    fd, path = tempfile.mkstemp(prefix="kafkapy-keystore-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        ctx.load_cert_chain(path, password=one_time)
+    except ssl.SSLError as e:
+        raise ConfigException(
+            settings.key_name("ssl.keystore.location"), settings.string("ssl.keystore.location"), f"Cannot load: {e}"
+        ) from e
+    finally:
+        os.unlink(path)
+
+
+def _pkcs12_trusted_pem(settings: ListenerSettings) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    _, cert, others = _pkcs12(settings, "ssl.truststore.location", [settings.string("ssl.truststore.password"), None])
+    certs = ([cert] if cert is not None else []) + others
+    if not certs:
+        raise ConfigException(
+            settings.key_name("ssl.truststore.location"), settings.string("ssl.truststore.location"),
+            "The PKCS12 trust store holds no certificate",
+        )  # fmt: skip
+    return "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
 
 
 def _load_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> bool:
@@ -113,8 +172,16 @@ def _load_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> bool:
         raise ConfigException(
             settings.key_name("ssl.keystore.type"),
             "JKS",
-            "JKS key stores are a Java format; set ssl.keystore.type=PEM (KIP-651)",
+            "JKS key stores are a Java format; set ssl.keystore.type=PEM (KIP-651) or PKCS12",
         )
+    if kind == "PKCS12":
+        if not location or chain or key:
+            raise ConfigException(
+                settings.key_name("ssl.keystore.type"), kind,
+                "A PKCS12 key store is a file (ssl.keystore.location); inline keys are PEM only",
+            )  # fmt: skip
+        _load_pkcs12_keystore(ctx, settings)
+        return True
     password = settings.string("ssl.key.password")
     if location:
         if chain or key:
@@ -157,12 +224,20 @@ def _load_truststore(ctx: ssl.SSLContext, settings: ListenerSettings, required: 
                 "ssl.client.auth=required needs a trust store to check client certificates against",
             )  # fmt: skip
         return False
-    if _store_type(settings, "ssl.truststore.type") == "JKS":
+    kind = _store_type(settings, "ssl.truststore.type")
+    if kind == "JKS":
         raise ConfigException(
-            settings.key_name("ssl.truststore.type"), "JKS", "JKS trust stores are a Java format; use PEM"
+            settings.key_name("ssl.truststore.type"), "JKS", "JKS trust stores are a Java format; use PEM or PKCS12"
         )
     try:
-        if location:
+        if kind == "PKCS12":
+            if not location:
+                raise ConfigException(
+                    settings.key_name("ssl.truststore.type"), kind,
+                    "A PKCS12 trust store is a file (ssl.truststore.location); inline certificates are PEM only",
+                )  # fmt: skip
+            ctx.load_verify_locations(cadata=_pkcs12_trusted_pem(settings))
+        elif location:
             ctx.load_verify_locations(cafile=location)
         else:
             ctx.load_verify_locations(cadata=inline)

@@ -176,3 +176,27 @@ def test_gssapi_is_refused_at_start_up() -> None:
     )
     with pytest.raises(ConfigException, match="GSSAPI is not supported by kafkapy"):
         listener_security(config, "SASL_PLAINTEXT", "SASL_PLAINTEXT", None)
+
+
+def test_scram_authorization_id_other_than_the_user_is_refused_at_client_first() -> None:
+    """Found by tests/faults/test_auth_handshake_fuzz.py: a client-first `n,a=bob,n=alice,...`
+    got a server-first. Kafka's ScramSaslServer refuses it there; `a=alice` stays allowed."""
+    credential = make_credential("SCRAM-SHA-256", "alice-secret", 4096)
+
+    async def lookup(mechanism: str, user: str) -> Any:
+        return credential if user == "alice" else None
+
+    config = SaslListenerConfig(("SCRAM-SHA-256",), {}, lookup, 0)
+    auth = SaslServerAuthenticator(config, "c1")
+    _handshake(auth, "SCRAM-SHA-256")
+    client = ScramClient("SCRAM-SHA-256", "alice", "alice-secret")
+    outcome, first = _authenticate(auth, client.first().replace(b"n,,", b"n,a=bob,", 1))
+    assert first.error_code == 58 and outcome.close and not auth.authenticated
+    assert first.error_message == (
+        "Authentication failed: Client requested an authorization id that is different from username"
+    )
+    auth = SaslServerAuthenticator(config, "c2")
+    _handshake(auth, "SCRAM-SHA-256")
+    client = ScramClient("SCRAM-SHA-256", "alice", "alice-secret")
+    _, first = _authenticate(auth, client.first().replace(b"n,,", b"n,a=alice,", 1))
+    assert first.error_code == 0 and bytes(first.auth_bytes).startswith(b"r=" + client.nonce.encode())
