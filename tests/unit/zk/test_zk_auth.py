@@ -19,7 +19,7 @@ from kafkapy.server.zk.zk_auth import (
     tool_zk_security,
     zk_credentials,
 )
-from kafkapy.server.zk_connection import ZooKeeperConnection, ZkSecurityError
+from kafkapy.server.zk_connection import ZkSecurityError, ZooKeeperConnection
 
 JAAS = """
 // the broker's identity for ZooKeeper
