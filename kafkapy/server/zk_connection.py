@@ -36,7 +36,8 @@ class ZooKeeperConnection:
         credentials = zk_credentials()
         secure_acls = bool(config.zookeeper_set_acl)
         if secure_acls and credentials is None:
-            raise ZkSecurityError(f"{SECURE_ACL_ERROR} [java.security.auth.login.config={login_config_path()}]")
+            jaas_path = login_config_path() or "null"
+            raise ZkSecurityError(f"{SECURE_ACL_ERROR} [java.security.auth.login.config={jaas_path}]")
         candidate = config.embedded_zookeeper_candidate
         if candidate is not None and not is_zookeeper_reachable(config.zookeeper_hosts, timeout=2.0):
             self._start_embedded(candidate[1])

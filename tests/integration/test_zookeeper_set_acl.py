@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 
-from kafkapy.testing import KafkapyCluster
+from kafkapy.testing import BrokerHandle, KafkapyCluster, free_port
 
 JAAS = """Client {
   org.apache.zookeeper.server.auth.DigestLoginModule required
@@ -94,6 +94,16 @@ def test_broker_and_tools_with_secure_acls(tmp_path: Path, monkeypatch: pytest.M
                            "--entity-name", "t", "--add-config", "retention.ms=1000", kafka_opts=kafka_opts)
         assert configs.returncode == 0, configs.stdout + configs.stderr
         assert authenticated.get_acls("/config/changes")[0] == [kafka, world_read]
+
+        # A second broker with zookeeper.set.acl=true but no credentials refuses to start.
+        monkeypatch.delenv("KAFKA_OPTS")
+        refused_broker = BrokerHandle(1, free_port(), tmp_path / "broker-1", server, {"zookeeper.set.acl": "true"})
+        refused_broker.start()
+        assert refused_broker.process is not None
+        assert refused_broker.process.wait(timeout=60) != 0
+        out = (refused_broker.logs / "kafkaServer.out").read_text()
+        assert "zookeeper.set.acl is true, but the verification of the JAAS login file failed." in out
+        assert authenticated.exists("/brokers/ids/1") is None
     finally:
         for client in (anonymous, authenticated):
             if client is not None:
