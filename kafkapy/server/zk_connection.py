@@ -28,9 +28,16 @@ class ZooKeeperConnection:
 
     def connect(self) -> None:
         from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+        from kafkapy.server.zk.zk_auth import SECURE_ACL_ERROR, login_config_path, zk_credentials
         from kafkapy.zkserver.launcher import is_zookeeper_reachable
 
         config = self.config
+        # Kafka's JaasUtils.isZkSecurityEnabled: a JAAS file with a `Client` section.
+        credentials = zk_credentials()
+        secure_acls = bool(config.zookeeper_set_acl)
+        if secure_acls and credentials is None:
+            jaas_path = login_config_path() or "null"
+            raise ZkSecurityError(f"{SECURE_ACL_ERROR} [java.security.auth.login.config={jaas_path}]")
         candidate = config.embedded_zookeeper_candidate
         if candidate is not None and not is_zookeeper_reachable(config.zookeeper_hosts, timeout=2.0):
             self._start_embedded(candidate[1])
@@ -39,6 +46,8 @@ class ZooKeeperConnection:
             config.zookeeper_connect,
             config.zookeeper_session_timeout_ms,
             config.zookeeper_connection_timeout_ms,
+            credentials=credentials,
+            secure_acls=secure_acls,
         )
         self.client.start()
         self.client.create_top_level_paths()
@@ -80,6 +89,10 @@ class ZooKeeperConnection:
         if self.embedded is not None:
             log.info("Stopping the embedded ZooKeeper")
             self.embedded.stop()
+
+
+class ZkSecurityError(Exception):
+    """Kafka's java.lang.SecurityException at start-up (zookeeper.set.acl without credentials)."""
 
 
 class _SessionHandler(StateChangeHandler):

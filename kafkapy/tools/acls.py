@@ -139,11 +139,13 @@ class ZkStore:
     def __init__(self, properties: dict[str, str]) -> None:
         from kafkapy.server.security.acl_authorizer import AclAuthorizer
         from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+        from kafkapy.server.zk.zk_auth import tool_zk_security
 
         connect = properties.get("zookeeper.connect")
         if not connect:
             raise UsageError("--authorizer-properties must set zookeeper.connect")
-        self.zk = KafkaZkClient(connect, int(properties.get("zookeeper.session.timeout.ms", "18000")), 18000)
+        self.zk = KafkaZkClient(connect, int(properties.get("zookeeper.session.timeout.ms", "18000")), 18000,
+                                 **tool_zk_security())
         self.zk.start()
         self.authorizer = AclAuthorizer(AuthorizerConfig(), self.zk)
         self.authorizer.load()

@@ -33,6 +33,7 @@ import click
 from kafkapy.client.admin import AdminClient
 from kafkapy.protocol.errors import InvalidConfigurationException, KafkaError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.command_line import run_command
 from kafkapy.tools.configs_cmd import admin_actions, quota_options, zk_actions
 from kafkapy.tools.configs_cmd.options import CommandError, Options, check_args, resolve_entity
@@ -51,7 +52,8 @@ _ADD_HELP = (
 def _run(options: Options, bootstrap_server: str | None, zookeeper: str | None) -> None:
     out = click.echo
     if options.use_zookeeper:
-        zk = KafkaZkClient(str(zookeeper), session_timeout_ms=ZK_TIMEOUT_MS, connection_timeout_ms=ZK_TIMEOUT_MS)
+        zk = KafkaZkClient(str(zookeeper), session_timeout_ms=ZK_TIMEOUT_MS, connection_timeout_ms=ZK_TIMEOUT_MS,
+                            **tool_zk_security())
         zk.start()
         try:
             (zk_actions.alter if options.action == "alter" else zk_actions.describe)(zk, options, out)

@@ -27,6 +27,7 @@ from kazoo.exceptions import NodeExistsError
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.command_line import run_command
 
 # Kafka's command opens its ZooKeeper session with 30 s session and connection timeouts.
@@ -118,7 +119,8 @@ def command(zookeeper: str | None, json_file: str | None) -> None:
         if json_file is not None:
             with open(json_file, encoding="utf-8") as f:
                 wanted = parse_election_data(f.read())
-        zk = KafkaZkClient(zookeeper, session_timeout_ms=ZK_TIMEOUT_MS, connection_timeout_ms=ZK_TIMEOUT_MS)
+        zk = KafkaZkClient(zookeeper, session_timeout_ms=ZK_TIMEOUT_MS, connection_timeout_ms=ZK_TIMEOUT_MS,
+                           **tool_zk_security())
         zk.start()
         elect_preferred_leaders(zk, wanted, click.echo)
     except Exception as e:

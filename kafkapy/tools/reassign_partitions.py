@@ -33,6 +33,7 @@ import click
 from kafkapy.client.admin import AdminClient
 from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.command_line import run_command
 from kafkapy.tools.reassign_cmd import admin_actions, zk_actions
 from kafkapy.tools.reassign_cmd.reassignment_json import TerseReassignmentFailure
@@ -186,7 +187,7 @@ def _run(action: str, opts: dict[str, Any]) -> int:
         else:
             click.echo("Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka.")
             zk = KafkaZkClient(str(opts["zookeeper"]), session_timeout_ms=ZK_TIMEOUT_MS,
-                               connection_timeout_ms=ZK_TIMEOUT_MS)
+                               connection_timeout_ms=ZK_TIMEOUT_MS, **tool_zk_security())
             zk.start()
             run_zk(action, opts, zk)
         return 0

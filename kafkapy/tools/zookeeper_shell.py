@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 import click
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.protocol.states import ZnodeStat
 
+from kafkapy.server.zk.zk_auth import zk_credentials
 from kafkapy.tools.command_line import run_command
 
 CONNECT_TIMEOUT_S = 30.0
@@ -94,6 +95,8 @@ class Shell:
             return self._fail(f"Node not empty: {self._path(args)}")
         except BadVersionError:
             return self._fail(f"version No is not valid : {self._path(args)}")
+        except NoAuthError:
+            return self._fail(f"Insufficient permission : {self._path(args)}")
         except CommandFailed as e:
             return self._fail(str(e))
         return True
@@ -173,7 +176,11 @@ class Shell:
 
 
 def connect(server: str) -> KazooClient:
-    zk = KazooClient(hosts=server, timeout=CONNECT_TIMEOUT_S)
+    # Like ZooKeeperMain under Kafka's zookeeper-shell.sh: authenticated as the `Client` section
+    # of the JAAS file KAFKA_OPTS names, if any. Its `create` still makes open znodes.
+    credentials = zk_credentials()
+    zk = KazooClient(hosts=server, timeout=CONNECT_TIMEOUT_S,
+                     auth_data=credentials.auth_data if credentials is not None else None)
     zk.start(timeout=CONNECT_TIMEOUT_S)
     return zk
 

@@ -7,6 +7,10 @@ ControllerMovedException, ...); ZooKeeper's own conditions stay kazoo's exceptio
 
 from __future__ import annotations
 
+from kazoo.exceptions import NoAuthError
+
+from kafkapy.server.zk.zk_auth import NO_AUTH_HINT
+
 
 class ZkDataError(Exception):
     """A znode holds data Kafka could not have written (bad JSON, unsupported version)."""
@@ -23,3 +27,15 @@ class AdminOperationError(Exception):
 
 class TopicAlreadyMarkedForDeletionError(AdminOperationError):
     pass
+
+
+class ZkNoAuthError(NoAuthError):  # type: ignore[misc]  # kazoo is untyped
+    """ZooKeeper refused a write for want of the znode's ACL identity (KeeperErrorCode = NoAuth)."""
+
+    def __init__(self, path: str | None) -> None:
+        where = f" for {path}" if path else ""
+        super().__init__(f"KeeperErrorCode = NoAuth{where}: {NO_AUTH_HINT}")
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])

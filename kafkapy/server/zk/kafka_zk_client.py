@@ -199,7 +199,7 @@ class KafkaZkClient(ZkIO):
         data = ControllerZNode.encode(broker_id)
         try:
             results = self.multi_fenced([
-                lambda t: t.create(ControllerZNode.path(), data, ephemeral=True),
+                lambda t: t.create(ControllerZNode.path(), data, acl=self.acls(ControllerZNode.path()), ephemeral=True),
                 lambda t: t.set_data(ControllerEpochZNode.path(), ControllerEpochZNode.encode(new_epoch),
                                      epoch_zk_version),
             ], MATCH_ANY_VERSION)
@@ -316,7 +316,7 @@ class KafkaZkClient(ZkIO):
         try:
             self.multi_fenced([lambda t: t.set_data(path, data)], expected_controller_epoch_zk_version)
         except NoNodeError:
-            self.multi_fenced([lambda t: t.create(path, data)], expected_controller_epoch_zk_version)
+            self.multi_fenced([lambda t: t.create(path, data, acl=self.acls(path))], expected_controller_epoch_zk_version)
 
     def delete_partition_reassignment(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
         self.delete_recursive(ReassignPartitionsZNode.path(), expected_controller_epoch_zk_version)
@@ -413,7 +413,7 @@ class KafkaZkClient(ZkIO):
             self.make_sure_persistent_path_exists(TopicPartitionZNode.path(tp))
             data = TopicPartitionStateZNode.encode(state)
             try:
-                self.multi_fenced([lambda t, p=tp, d=data: t.create(TopicPartitionStateZNode.path(p), d)],  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+                self.multi_fenced([lambda t, p=tp, d=data: t.create(TopicPartitionStateZNode.path(p), d, acl=self.acls(TopicPartitionStateZNode.path(p)))],  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                                   expected_controller_epoch_zk_version)
                 result[tp] = None
             except ControllerMovedException:

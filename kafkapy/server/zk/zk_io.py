@@ -16,6 +16,7 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     BadVersionError,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -23,6 +24,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.security import ACL
 
 from kafkapy.protocol.errors import ControllerMovedException
 from kafkapy.server.metrics.process_metrics import (
@@ -31,13 +33,14 @@ from kafkapy.server.metrics.process_metrics import (
     ZOOKEEPER_REQUEST_LATENCY,
 )
 from kafkapy.server.zk.cluster_znodes import ControllerEpochZNode
-from kafkapy.server.zk.errors import ZooKeeperClientTimeoutError
+from kafkapy.server.zk.errors import ZkNoAuthError, ZooKeeperClientTimeoutError
 from kafkapy.server.zk.watchers import (
     StateChangeHandler,
     WatchRegistry,
     ZNodeChangeHandler,
     ZNodeChildChangeHandler,
 )
+from kafkapy.server.zk.zk_auth import ZkCredentials, default_acls
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +68,14 @@ def split_chroot(connect: str) -> tuple[str, str | None]:
 
 class ZkIO:
     def __init__(self, connect: str, session_timeout_ms: int = 18000,
-                 connection_timeout_ms: int | None = None) -> None:
+                 connection_timeout_ms: int | None = None, *,
+                 credentials: ZkCredentials | None = None, secure_acls: bool = False) -> None:
+        """`credentials`: the identity to authenticate as (ZooKeeper's digest scheme);
+        `secure_acls`: create znodes with Kafka's secure ACLs (zookeeper.set.acl)."""
         self.connect = connect
+        self.credentials = credentials
+        self.secure_acls = secure_acls
+        self._auth_data = credentials.auth_data if credentials is not None else None
         self._hosts, self.chroot = split_chroot(connect)
         self._session_timeout_s = session_timeout_ms / 1000
         # Kafka: zookeeper.connection.timeout.ms defaults to the session timeout.
@@ -75,7 +84,10 @@ class ZkIO:
         retry = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0,
                  "deadline": max(self._session_timeout_s, self._connection_timeout_s)}
         self._zk = KazooClient(hosts=connect, timeout=self._session_timeout_s,
-                               connection_retry={**retry, "deadline": None}, command_retry=retry)
+                               connection_retry={**retry, "deadline": None}, command_retry=retry,
+                               auth_data=self._auth_data,
+                               # for anything made without acl= (kazoo's own ensure_path)
+                               default_acl=default_acls(secure_acls, "/"))
         self.watches = WatchRegistry(self._zk)
         self._state_handlers: dict[str, StateChangeHandler | StateChangeCallback] = {}
         # Session handlers run in order on one thread of their own, never on kazoo's
@@ -110,7 +122,8 @@ class ZkIO:
     def _ensure_chroot(self) -> None:
         # kazoo (like ZooKeeper's own client) resolves paths under the chroot but does not
         # create it; Kafka creates it first with a chroot-less client, and so do we.
-        bare = KazooClient(hosts=self._hosts, timeout=self._session_timeout_s)
+        bare = KazooClient(hosts=self._hosts, timeout=self._session_timeout_s, auth_data=self._auth_data,
+                           default_acl=self.acls(self.chroot or "/"))
         try:
             bare.start(timeout=self._connection_timeout_s)
         except KazooTimeoutError as e:
@@ -121,6 +134,10 @@ class ZkIO:
         finally:
             bare.stop()
             bare.close()
+
+    def acls(self, path: str) -> list[ACL]:
+        """The ACLs a znode made at `path` gets: Kafka's ZkData.defaultAcls."""
+        return default_acls(self.secure_acls, path)
 
     @property
     def kazoo(self) -> KazooClient:
@@ -196,6 +213,8 @@ class ZkIO:
         start = time.monotonic_ns()
         try:
             return self._zk.retry(fn, *args, **kwargs)
+        except NoAuthError as e:
+            raise ZkNoAuthError(args[0] if args and isinstance(args[0], str) else None) from e
         finally:
             ZOOKEEPER_REQUEST_LATENCY.record_ns(time.monotonic_ns() - start)
 
@@ -227,9 +246,20 @@ class ZkIO:
                          sequential: bool = False) -> str:
         """Create `path` and any missing parents; raises NodeExistsError. Returns the path made
         (with its sequence number when sequential)."""
-        made: str = self._retry(self._zk.create, path, data, ephemeral=ephemeral, sequence=sequential,
-                                makepath=True)
-        return made
+        while True:
+            try:
+                made: str = self._retry(self._zk.create, path, data, acl=self.acls(path),
+                                        ephemeral=ephemeral, sequence=sequential)
+                return made
+            except NoNodeError:
+                # Parents first, each with its own ACLs (as Kafka's createRecursive does).
+                parent = path.rsplit("/", 1)[0]
+                if not parent:
+                    raise
+                try:
+                    self.create_recursive(parent)
+                except NodeExistsError:
+                    pass
 
     def make_sure_persistent_path_exists(self, path: str) -> None:
         try:
@@ -292,6 +322,8 @@ class ZkIO:
                     "Controller epoch zkVersion check fails. Expected zkVersion = "
                     f"{expected_controller_epoch_zk_version}")
         for r in results:
+            if isinstance(r, NoAuthError):
+                raise ZkNoAuthError(None) from r
             if isinstance(r, Exception) and not _rolled_back(r):
                 raise r
         result: list[Any] = results

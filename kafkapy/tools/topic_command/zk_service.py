@@ -15,6 +15,7 @@ from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.server.zk.topic_name import is_internal
 from kafkapy.server.zk.topic_znodes import TopicPartition
+from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.topic_command.describe import (
     DescribeOptions,
     PartitionDescription,
@@ -52,7 +53,8 @@ class ZookeeperTopicService(TopicService):
 
     @classmethod
     def connect(cls, zk_connect: str, out: Printer, timeout_ms: int = ZK_TIMEOUT_MS) -> ZookeeperTopicService:
-        zk = KafkaZkClient(zk_connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms)
+        zk = KafkaZkClient(zk_connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms,
+                           **tool_zk_security())
         zk.start()
         return cls(zk, out)
 
