@@ -36,6 +36,7 @@ from confluent_kafka.admin import (
 from kafkapy.client.connection import BrokerConnection
 from kafkapy.client.sasl_client import ClientSecurity
 from kafkapy.protocol.errors import (
+    DelegationTokenNotFoundException,
     DelegationTokenOwnerMismatchException,
     SaslAuthenticationException,
     UnsupportedByAuthenticationException,
@@ -210,6 +211,8 @@ def test_token_lifecycle(cluster: tuple[KafkapyCluster, dict[int, int]], tmp_pat
     assert _eventually(lambda: _login_ok(ports[1], _token(token_id, hmac)))
     print(f"token usable on broker 1 {time.monotonic() - t0:.2f}s after creation on broker 0")
     with _connect(ports[leader], _token(token_id, hmac, "SCRAM-SHA-512")) as conn:
+        versions = conn.api_versions()
+        assert [versions.get(k) for k in (38, 39, 40, 41)] == [(0, 3), (0, 2), (0, 2), (0, 3)]
         assert _produce(conn, topic, [b"t1", b"t2", b"t3"]) == 0
         assert _fetch(conn, topic) == (0, [b"t1", b"t2", b"t3"])
         # A token-authenticated connection may not manage tokens.
@@ -236,6 +239,16 @@ def test_token_lifecycle(cluster: tuple[KafkapyCluster, dict[int, int]], tmp_pat
     assert "Calling describe token operation for owners: [User:alice]" in res.stdout and token_id in res.stdout
     res = _tool("--bootstrap-server", f"127.0.0.1:{ports[0]}", "--describe", config=_config(tmp_path, "carol"))
     assert "Total number of tokens : 0" in res.stdout, res.stdout
+    # Describe on DelegationToken:<tokenId> lets carol see it (CreateAcls as the super user).
+    with BrokerConnection("127.0.0.1", c.broker(0).port, "token-test", 10.0) as conn:
+        answer = conn.send(30, 1, {"creations": [{
+            "resource_type": 6, "resource_name": token_id, "resource_pattern_type": 3, "principal": "User:carol",
+            "host": "*", "operation": 8, "permission_type": 3,
+        }]})  # fmt: skip
+        assert answer is not None and answer.results[0].error_code == 0
+    carol_cfg = _config(tmp_path, "carol")
+    assert _eventually(lambda: token_id in _tool(
+        "--bootstrap-server", f"127.0.0.1:{ports[0]}", "--describe", config=carol_cfg).stdout)  # fmt: skip
 
     # Renew: carol is neither owner nor renewer; bob (renewer) extends it.
     res = _tool("--bootstrap-server", f"127.0.0.1:{ports[0]}", "--renew", "--renew-time-period", "3600000",
@@ -287,7 +300,7 @@ def test_expired_tokens_are_removed_by_the_periodic_check(
         zk.close()
     with _connect(ports[0], _user("alice")) as conn:
         answer = conn.send(39, 2, {"hmac": bytes(created.hmac), "renew_period_ms": -1})
-        assert answer is not None and answer.error_code == 62  # DELEGATION_TOKEN_NOT_FOUND
+        assert answer is not None and answer.error_code == DelegationTokenNotFoundException.code
 
 
 def _login_ok(port: int, security: ClientSecurity) -> bool:
