@@ -285,14 +285,14 @@ class DelegationTokenManager:
 
     # -- what SCRAM logins ask (cache only, any thread) ------------------------------------------
 
-    def credential(self, mechanism: str, token_id: str) -> tuple[ScramCredential, KafkaPrincipal] | None:
-        """The token's SCRAM credential and owner; None if unknown or expired (Kafka's
-        ScramSaslServer refuses an expired token's login)."""
+    def credential(self, mechanism: str, token_id: str) -> tuple[ScramCredential, KafkaPrincipal, int] | None:
+        """The token's SCRAM credential, owner and expiry timestamp; None if unknown or expired
+        (Kafka gives an expired token's session a lifetime of 0, so it can send nothing)."""
         token = self._tokens.get(token_id)
         if token is None or token.info.expired(self.now_ms()):
             return None
         credential = token.credentials.get(mechanism)
-        return None if credential is None else (credential, token.info.owner)
+        return None if credential is None else (credential, token.info.owner, token.info.expiry_timestamp)
 
     # -- the APIs (blocking) --------------------------------------------------------------------
 

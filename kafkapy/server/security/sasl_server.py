@@ -35,9 +35,9 @@ log = logging.getLogger("kafkapy.security.SaslServerAuthenticator")
 
 # (mechanism, user name) -> the user's credential, or None for an unknown user.
 CredentialLookup = Callable[[str, str], Awaitable[ScramCredential | None]]
-# (mechanism, token id) -> the delegation token's SCRAM credential and owner, or None (unknown or
-# expired token, tokens disabled); from the broker's in-memory token cache.
-TokenLookup = Callable[[str, str], tuple[ScramCredential, KafkaPrincipal] | None]
+# (mechanism, token id) -> the delegation token's SCRAM credential, owner and expiry timestamp
+# (ms), or None (unknown or expired token, tokens disabled); from the broker's token cache.
+TokenLookup = Callable[[str, str], tuple[ScramCredential, KafkaPrincipal, int] | None]
 
 _SIZE = struct.Struct(">i")
 PLAIN_FAILURE = "Authentication failed: Invalid username or password"
@@ -85,6 +85,7 @@ class SaslServerAuthenticator:
         self._scram_first_sent = False
         self._scram_user = ""
         self._token_owner: KafkaPrincipal | None = None  # set for a tokenauth=true login
+        self._token_expiry_ms: int | None = None
         self._reauth_principal: KafkaPrincipal | None = None
 
     @property
@@ -190,14 +191,17 @@ class SaslServerAuthenticator:
         except (ScramError, UnicodeDecodeError) as e:
             log.debug("Invalid SCRAM client-first message from %s: %s", self.connection_id, e)
             return self._failed(header, scram_failure(self.mechanism))
-        self._token_owner = None
+        self._token_owner, self._token_expiry_ms = None, None
         credential: ScramCredential | None
         if first.extensions.get("tokenauth", "").lower() == "true":
             # A delegation token (Kafka's ScramSaslServer with tokenauth): the user name is the
             # token id, the password the token's HMAC; unknown or expired tokens fail at the proof.
             tokens = self.config.token_credentials
             found = tokens(self.mechanism, first.username) if tokens is not None else None
-            credential, self._token_owner = found if found is not None else (None, None)
+            if found is None:
+                credential, self._token_owner, self._token_expiry_ms = None, None, None
+            else:
+                credential, self._token_owner, self._token_expiry_ms = found
         else:
             lookup = self.config.scram_credentials
             credential = await lookup(self.mechanism, first.username) if lookup is not None else None
@@ -234,8 +238,13 @@ class SaslServerAuthenticator:
         if done:
             self.machine.transition(SaslEvent.MECHANISM_COMPLETE)
             self._reauth_principal = None
-            if self.config.reauth_ms > 0:
-                lifetime_ms = self.config.reauth_ms
+            # Kafka's session lifetime: connections.max.reauth.ms, and for a delegation token
+            # never past the token's expiry (its credential lifetime), re-authentication or not.
+            limits = [self.config.reauth_ms] if self.config.reauth_ms > 0 else []
+            if self._token_owner is not None and self._token_expiry_ms is not None:
+                limits.append(max(0, self._token_expiry_ms - int(time.time() * 1000)))
+            if limits:
+                lifetime_ms = min(limits)
                 self.session_expiry = time.monotonic() + lifetime_ms / 1000
         if header is None:
             return SaslOutcome(_SIZE.pack(len(challenge)) + challenge)

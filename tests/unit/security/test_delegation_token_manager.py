@@ -11,6 +11,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 from typing import Any
 
 from kafkapy.protocol import framing, messages
@@ -194,11 +195,16 @@ def _login(m: DelegationTokenManager, user: str, password: str, token_auth: bool
 
 
 def test_a_token_login_is_the_owner_marked_token_authenticated() -> None:
-    m = _manager(FakeZk(), Clock())
+    clock = Clock()
+    clock.now = time.time()
+    m = _manager(FakeZk(), clock)
     r = m.create_token(ALICE, ALICE, [], -1)
     password = base64.b64encode(r.hmac).decode()
     auth = _login(m, r.token_id, password, token_auth=True)
     assert auth.authenticated and auth.principal == ALICE and auth.principal is not None
     assert auth.principal.token_authenticated
+    # The session ends with the token (Kafka's credential lifetime), even without re-authentication.
+    assert auth.session_expiry is not None
+    assert abs(auth.session_expiry - time.monotonic() - DAY / 1000) < 60
     assert not _login(m, r.token_id, "wrong", token_auth=True).authenticated
     assert not _login(m, r.token_id, password, token_auth=False).authenticated  # not a user
