@@ -212,7 +212,7 @@ class DelegationTokenManager:
 
     # -- cache ----------------------------------------------------------------------------------
 
-    def _token_from_zk(self, token_id: str) -> DelegationToken | None:
+    def _token_from_zk(self, token_id: str, previous: DelegationToken | None = None) -> DelegationToken | None:
         got = self.zk.get_data(DelegationTokenInfoZNode.path(token_id))
         fields = DelegationTokenInfoZNode.decode(got[0] if got else None)
         if fields is None:
@@ -226,9 +226,11 @@ class DelegationTokenManager:
             fields["max_timestamp"],
             fields["expiry_timestamp"],
         )
-        return self._token(info)
+        return self._token(info, previous)
 
     def _token(self, info: TokenInformation, previous: DelegationToken | None = None) -> DelegationToken:
+        """The token with its HMAC and SCRAM credentials (PBKDF2: kept from `previous` when the
+        HMAC is the same, so a renewal does not derive them again)."""
         assert self.secret is not None
         mac = create_hmac(info.token_id, self.secret)
         if previous is not None and previous.hmac == mac and previous.credentials:
@@ -240,10 +242,7 @@ class DelegationTokenManager:
 
     def _reload(self, token_id: str) -> None:
         try:
-            previous = self._tokens.get(token_id)
-            token = self._token_from_zk(token_id)
-            if token is not None and previous is not None and previous.hmac == token.hmac:
-                token = DelegationToken(token.info, token.hmac, previous.credentials)
+            token = self._token_from_zk(token_id, self._tokens.get(token_id))
         except (ZkDataError, ValueError) as e:
             log.error("Error while getting token for tokenId %s: %s", token_id, e)
             return
