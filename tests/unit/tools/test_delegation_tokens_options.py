@@ -41,3 +41,21 @@ def test_table_is_kafkas_printf_layout() -> None:
     assert header.split() == ["TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE"]
     assert row.startswith("tok             AQI=                           User:alice      User:alice      [User:bob]")
     assert text.startswith("\n") and text.endswith("\n")
+
+
+def test_kafkapy_acls_names_delegation_token_resources() -> None:
+    from kafkapy.server.security.acl import (
+        AclEntry,
+        Operation,
+        PatternType,
+        Permission,
+        ResourcePattern,
+        ResourceType,
+    )
+    from kafkapy.tools.acls import Options
+
+    opts = Options((), (), False, (), "literal", ("User:carol",), (), (), (), ("Describe",), False, False, False,
+                   ("tok1",))  # fmt: skip
+    pattern = ResourcePattern(ResourceType.DELEGATION_TOKEN, "tok1", PatternType.LITERAL)
+    assert opts.requested_acls() == {pattern: [AclEntry("User:carol", "*", Operation.DESCRIBE, Permission.ALLOW)]}
+    assert [(f.resource_type, f.name) for f in opts.filters()] == [(ResourceType.DELEGATION_TOKEN, "tok1")]
