@@ -52,7 +52,8 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
         raise ClientConfigError(str(e)) from e
     if "username" not in options or "password" not in options:
         raise ClientConfigError("sasl.jaas.config needs username and password")
-    return ClientSecurity(protocol, context, mechanism, options["username"], options["password"])
+    token_auth = str(options.get("tokenauth", "false")).lower() == "true"
+    return ClientSecurity(protocol, context, mechanism, options["username"], options["password"], token_auth)
 
 
 def connector(security: ClientSecurity, client_id: str) -> Callable[[str, int, float], Connection]:

@@ -27,6 +27,9 @@ class ClientSecurity:
     sasl_mechanism: str | None = None
     username: str = ""
     password: str = ""
+    # SCRAM with a delegation token (the JAAS option tokenauth=true): username is the token id,
+    # password its base64 HMAC.
+    token_auth: bool = False
 
 
 PLAINTEXT = ClientSecurity("PLAINTEXT", None)
@@ -55,7 +58,8 @@ def sasl_authenticate(send: Send, security: ClientSecurity, where: str) -> None:
     if mechanism == "PLAIN":
         token(b"\x00" + security.username.encode() + b"\x00" + security.password.encode())
         return
-    scram = ScramClient(mechanism, security.username, security.password)
+    extensions = {"tokenauth": "true"} if security.token_auth else None
+    scram = ScramClient(mechanism, security.username, security.password, extensions=extensions)
     try:
         server_first = token(scram.first())
         scram.verify(token(scram.final(server_first)))

@@ -117,6 +117,11 @@ SUPPORTED_VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),  # v1: KIP-368 session lifetime, v2: flexible
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),  # KIP-554
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # Delegation tokens (KIP-48); v3 of Create/Describe carries the owner and the requester.
+    ApiKey.CREATE_DELEGATION_TOKEN: (0, 3),
+    ApiKey.RENEW_DELEGATION_TOKEN: (0, 2),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: (0, 2),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.DELETE_RECORDS: (0, 2),

@@ -248,6 +248,12 @@ BROKER_CONFIG = (
     .define("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, MEDIUM, "SASL mechanism between brokers")
     .define("sasl.jaas.config", PASSWORD, None, None, MEDIUM, "JAAS login line (listener.name.<l>.<mechanism>. prefix)")
     .define("sasl.kerberos.service.name", STRING, None, None, MEDIUM, "Kerberos service (GSSAPI is not supported)")
+    # Delegation tokens (KIP-48): enabled when the secret is set; master.key is the older name.
+    .define("delegation.token.secret.key", PASSWORD, None, None, MEDIUM, "Secret the token HMACs are made with; unset: tokens disabled")
+    .define("delegation.token.master.key", PASSWORD, None, None, MEDIUM, "Deprecated name of delegation.token.secret.key")
+    .define("delegation.token.max.lifetime.ms", LONG, 604800000, at_least(1), MEDIUM, "Longest a token can be renewed to")
+    .define("delegation.token.expiry.time.ms", LONG, 86400000, at_least(1), MEDIUM, "Default renewal period of a token")
+    .define("delegation.token.expiry.check.interval.ms", LONG, 3600000, at_least(1), LOW, "How often expired tokens are removed")
     .define("connections.max.reauth.ms", LONG, 0, None, MEDIUM, "Longest session before re-authentication (KIP-368); 0: none")
     # Kafka's bound (since 3.0.2/3.1.2/3.2.3, CVE-2022-34917) on what a client may send before it authenticated.
     .define("sasl.server.max.receive.size", INT, 524288, at_least(1), LOW, "Largest frame accepted before SASL authentication")

@@ -75,6 +75,9 @@ class KafkaServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.io_executor: Any = None
         self.authorizer: AclAuthorizer | None = None
+        # Delegation tokens (KIP-48): the cache SCRAM logins with tokenauth=true read.
+        self.token_manager: Any = None
+        self._token_expiry_task: asyncio.Task[None] | None = None
         self.metrics = BrokerMetrics(_api_name)
         self.metrics_server: MetricsServer | None = None
 
@@ -172,6 +175,12 @@ class KafkaServer:
         # The ACL cache is loaded before any request is served (Kafka starts its authorizer
         # before the socket server's data plane).
         self.authorizer = await loop.run_in_executor(None, self._start_authorizer)
+        from kafkapy.server.security.delegation_tokens import DelegationTokenManager
+
+        self.token_manager = DelegationTokenManager.from_config(self.config, zk)
+        await loop.run_in_executor(None, self.token_manager.startup)
+        if self.token_manager.enabled:
+            self._token_expiry_task = loop.create_task(self._expire_tokens_periodically())
         self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
@@ -275,7 +284,9 @@ class KafkaServer:
         from kafkapy.server.security.channel_builder import listener_security
 
         return {
-            ep.listener_name: listener_security(self.config, ep.listener_name, ep.security_protocol, self._scram_credential)
+            ep.listener_name: listener_security(
+                self.config, ep.listener_name, ep.security_protocol, self._scram_credential, self._token_credential
+            )
             for ep in self.config.listener_endpoints()
             if ep.security_protocol != "PLAINTEXT"
         }
@@ -294,6 +305,22 @@ class KafkaServer:
                 return None
 
         return await asyncio.get_running_loop().run_in_executor(None, read)
+
+    def _token_credential(self, mechanism: str, token_id: str) -> Any:
+        """A delegation token's SCRAM credential and owner, from the in-memory token cache."""
+        manager = self.token_manager
+        return None if manager is None else manager.credential(mechanism, token_id)
+
+    async def _expire_tokens_periodically(self) -> None:
+        """Kafka's delete-expired-tokens task, every delegation.token.expiry.check.interval.ms."""
+        interval_s = int(self.config.get("delegation.token.expiry.check.interval.ms")) / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await loop.run_in_executor(None, self.token_manager.expire_tokens)
+            except Exception:
+                log.exception("%s Error removing expired delegation tokens", self.log_ident)
 
     def _start_authorizer(self) -> AclAuthorizer | None:
         """authorizer.class.name's AclAuthorizer, its cache loaded from ZooKeeper (blocking)."""
@@ -422,6 +449,10 @@ class KafkaServer:
             await loop.run_in_executor(None, self.controller.shutdown)
         if self.authorizer is not None:
             self.authorizer.close()
+        if self._token_expiry_task is not None:
+            self._token_expiry_task.cancel()
+        if self.token_manager is not None:
+            self.token_manager.close()
         if self.log_manager is not None:
             await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.zk.close)

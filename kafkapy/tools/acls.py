@@ -187,6 +187,7 @@ class Options:
     producer: bool
     consumer: bool
     idempotent: bool
+    delegation_tokens: tuple[str, ...] = ()
 
     def patterns(self, kinds: Iterable[ResourceType] | None = None) -> list[ResourcePattern]:
         """The named resources (add and remove need a concrete pattern type)."""
@@ -201,6 +202,8 @@ class Options:
             out.append(ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL))
         if ResourceType.TRANSACTIONAL_ID in wanted:
             out += [ResourcePattern(ResourceType.TRANSACTIONAL_ID, t, pattern_type) for t in self.transactional_ids]
+        if ResourceType.DELEGATION_TOKEN in wanted:
+            out += [ResourcePattern(ResourceType.DELEGATION_TOKEN, t, pattern_type) for t in self.delegation_tokens]
         return out
 
     def filters(self) -> list[AclBindingFilter]:
@@ -211,6 +214,7 @@ class Options:
         if self.cluster:
             out.append(AclBindingFilter(ResourceType.CLUSTER, CLUSTER_NAME, PatternFilter.LITERAL))
         out += [AclBindingFilter(ResourceType.TRANSACTIONAL_ID, t, pattern) for t in self.transactional_ids]
+        out += [AclBindingFilter(ResourceType.DELEGATION_TOKEN, t, pattern) for t in self.delegation_tokens]
         return out
 
     def entries(self, operations: Iterable[Operation]) -> list[AclEntry]:
@@ -341,6 +345,7 @@ def _many(name: str, help_text: str, metavar: str) -> Callable[[Callable[..., No
 @_many("--group", "Consumer Group to which the ACLs should be added or removed.", "group")
 @click.option("--cluster", is_flag=True, help="Add/Remove cluster ACLs.")
 @_many("--transactional-id", "The transactionalId to which ACLs should be added or removed.", "transactional-id")
+@_many("--delegation-token", "Delegation token to which ACLs should be added or removed.", "delegation-token")
 @click.option("--resource-pattern-type", default="LITERAL", metavar="ANY|MATCH|LITERAL|PREFIXED",
               help="The type of the resource pattern or pattern filter (default: LITERAL).")
 @_many("--allow-principal", "principal is in principalType:name format.", "allow-principal")
@@ -357,8 +362,8 @@ def command(
     bootstrap_server: str | None, command_config: str | None, authorizer: str | None,
     authorizer_properties: tuple[str, ...], action_add: bool, action_remove: bool, action_list: bool,
     topic: tuple[str, ...], group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
-    resource_pattern_type: str, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
-    principal: tuple[str, ...], allow_host: tuple[str, ...], deny_host: tuple[str, ...],
+    delegation_token: tuple[str, ...], resource_pattern_type: str, allow_principal: tuple[str, ...],
+    deny_principal: tuple[str, ...], principal: tuple[str, ...], allow_host: tuple[str, ...], deny_host: tuple[str, ...],
     operation: tuple[str, ...], producer: bool, consumer: bool, idempotent: bool, force: bool,
 ) -> None:  # fmt: skip
     try:
@@ -368,7 +373,7 @@ def command(
         )  # fmt: skip
         opts = Options(
             topic, group, cluster, transactional_id, resource_pattern_type.lower(), allow_principal,
-            deny_principal, allow_host, deny_host, operation, producer, consumer, idempotent,
+            deny_principal, allow_host, deny_host, operation, producer, consumer, idempotent, delegation_token,
         )  # fmt: skip
         store = store_factory()
     except UsageError as e:

@@ -81,6 +81,7 @@ class KafkaApis:
             cluster,
             configs,
             controller_requests,
+            delegation_tokens,
             elect_leaders,
             fetch,
             groups,  # the group coordinator's APIs (with apis/offsets.py)

@@ -16,7 +16,7 @@ from kafkapy.server.config_def import ConfigException
 from kafkapy.server.security.jaas import JaasConfigError, LoginModule, single_module
 from kafkapy.server.security.listener_security import ListenerSettings
 from kafkapy.server.security.principal import SslPrincipalMapper
-from kafkapy.server.security.sasl_server import CredentialLookup, SaslListenerConfig
+from kafkapy.server.security.sasl_server import CredentialLookup, SaslListenerConfig, TokenLookup
 from kafkapy.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from kafkapy.server.security.ssl_context import client_context, server_context
 
@@ -39,7 +39,8 @@ class ListenerSecurity:
 
 
 def listener_security(
-    config: object, listener_name: str, protocol: str, scram_credentials: CredentialLookup | None
+    config: object, listener_name: str, protocol: str, scram_credentials: CredentialLookup | None,
+    token_credentials: TokenLookup | None = None,
 ) -> ListenerSecurity:
     settings = ListenerSettings.of(config, listener_name)
     tls = protocol in ("SSL", "SASL_SSL")
@@ -47,12 +48,12 @@ def listener_security(
     mapper = SslPrincipalMapper.from_rules(settings.string("ssl.principal.mapping.rules"))
     sasl = None
     if protocol.startswith("SASL_"):
-        sasl = _sasl_listener_config(settings, scram_credentials)
+        sasl = _sasl_listener_config(settings, scram_credentials, token_credentials)
     return ListenerSecurity(protocol, context, mapper, sasl)
 
 
 def _sasl_listener_config(
-    settings: ListenerSettings, scram_credentials: CredentialLookup | None
+    settings: ListenerSettings, scram_credentials: CredentialLookup | None, token_credentials: TokenLookup | None = None
 ) -> SaslListenerConfig:
     mechanisms = [m.upper() for m in settings.list("sasl.enabled.mechanisms")]
     key = settings.key_name("sasl.enabled.mechanisms")
@@ -75,7 +76,7 @@ def _sasl_listener_config(
             )  # fmt: skip
         plain_users = {k[len("user_") :]: v for k, v in module.options.items() if k.startswith("user_")}
     reauth_ms = settings.integer("connections.max.reauth.ms", 0)
-    return SaslListenerConfig(tuple(mechanisms), plain_users, scram_credentials, max(reauth_ms, 0))
+    return SaslListenerConfig(tuple(mechanisms), plain_users, scram_credentials, max(reauth_ms, 0), token_credentials)
 
 
 def _jaas_module(settings: ListenerSettings, mechanism: str) -> LoginModule | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkapy.server.config_def import ConfigException
@@ -22,6 +22,9 @@ USER_TYPE = "User"
 class KafkaPrincipal:
     principal_type: str
     name: str
+    # Authenticated with a delegation token (Kafka's tokenAuthenticated): not part of equality,
+    # so ACLs and owner checks see the token's owner; such a principal may not manage tokens.
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

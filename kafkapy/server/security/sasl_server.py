@@ -35,6 +35,9 @@ log = logging.getLogger("kafkapy.security.SaslServerAuthenticator")
 
 # (mechanism, user name) -> the user's credential, or None for an unknown user.
 CredentialLookup = Callable[[str, str], Awaitable[ScramCredential | None]]
+# (mechanism, token id) -> the delegation token's SCRAM credential, owner and expiry timestamp
+# (ms), or None (unknown or expired token, tokens disabled); from the broker's token cache.
+TokenLookup = Callable[[str, str], tuple[ScramCredential, KafkaPrincipal, int] | None]
 
 _SIZE = struct.Struct(">i")
 PLAIN_FAILURE = "Authentication failed: Invalid username or password"
@@ -52,6 +55,7 @@ class SaslListenerConfig:
     plain_users: Mapping[str, str]
     scram_credentials: CredentialLookup | None
     reauth_ms: int  # connections.max.reauth.ms; 0: sessions do not expire
+    token_credentials: TokenLookup | None = None  # delegation tokens (KIP-48)
 
 
 class SaslOutcome(NamedTuple):
@@ -80,6 +84,8 @@ class SaslServerAuthenticator:
         self._scram: ScramServer | None = None
         self._scram_first_sent = False
         self._scram_user = ""
+        self._token_owner: KafkaPrincipal | None = None  # set for a tokenauth=true login
+        self._token_expiry_ms: int | None = None
         self._reauth_principal: KafkaPrincipal | None = None
 
     @property
@@ -191,12 +197,20 @@ class SaslServerAuthenticator:
                 header,
                 "Authentication failed: Client requested an authorization id that is different from username",
             )
-        if first.extensions.get("tokenauth") == "true":
-            return self._failed(
-                header, "Authentication failed: delegation tokens are not supported by kafkapy"
-            )
-        lookup = self.config.scram_credentials
-        credential = await lookup(self.mechanism, first.username) if lookup is not None else None
+        self._token_owner, self._token_expiry_ms = None, None
+        credential: ScramCredential | None
+        if first.extensions.get("tokenauth", "").lower() == "true":
+            # A delegation token (Kafka's ScramSaslServer with tokenauth): the user name is the
+            # token id, the password the token's HMAC; unknown or expired tokens fail at the proof.
+            tokens = self.config.token_credentials
+            found = tokens(self.mechanism, first.username) if tokens is not None else None
+            if found is None:
+                credential, self._token_owner, self._token_expiry_ms = None, None, None
+            else:
+                credential, self._token_owner, self._token_expiry_ms = found
+        else:
+            lookup = self.config.scram_credentials
+            credential = await lookup(self.mechanism, first.username) if lookup is not None else None
         self._scram_user = first.username
         self._scram_first_sent = True
         return self._reply(header, self._scram.first(first, credential), done=False)
@@ -208,13 +222,17 @@ class SaslServerAuthenticator:
         except (ScramError, UnicodeDecodeError, ValueError) as e:
             log.debug("SCRAM exchange with %s failed: %s", self.connection_id, e)
             raise AuthenticationFailed(scram_failure(self.mechanism)) from e
-        self._set_principal(self._scram_user)
+        if self._token_owner is not None:
+            owner = self._token_owner
+            self._set_principal(owner.name, owner.principal_type, token_authenticated=True)
+        else:
+            self._set_principal(self._scram_user)
         return answer
 
     # -- outcomes ----------------------------------------------------------------------------
 
-    def _set_principal(self, user: str) -> None:
-        principal = KafkaPrincipal(USER_TYPE, user)
+    def _set_principal(self, user: str, kind: str = USER_TYPE, token_authenticated: bool = False) -> None:
+        principal = KafkaPrincipal(kind, user, token_authenticated)
         if self._reauth_principal is not None and principal != self._reauth_principal:
             raise AuthenticationFailed(
                 f"Cannot change principals during re-authentication from {self._reauth_principal}: {principal}"
@@ -226,8 +244,13 @@ class SaslServerAuthenticator:
         if done:
             self.machine.transition(SaslEvent.MECHANISM_COMPLETE)
             self._reauth_principal = None
-            if self.config.reauth_ms > 0:
-                lifetime_ms = self.config.reauth_ms
+            # Kafka's session lifetime: connections.max.reauth.ms, and for a delegation token
+            # never past the token's expiry (its credential lifetime), re-authentication or not.
+            limits = [self.config.reauth_ms] if self.config.reauth_ms > 0 else []
+            if self._token_owner is not None and self._token_expiry_ms is not None:
+                limits.append(max(0, self._token_expiry_ms - int(time.time() * 1000)))
+            if limits:
+                lifetime_ms = min(limits)
                 self.session_expiry = time.monotonic() + lifetime_ms / 1000
         if header is None:
             return SaslOutcome(_SIZE.pack(len(challenge)) + challenge)

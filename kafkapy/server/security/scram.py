@@ -215,12 +215,17 @@ class ScramServer:
 class ScramClient:
     """The client side, for the broker's inter-broker connections."""
 
-    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+    def __init__(
+        self, mechanism: str, username: str, password: str, nonce: str | None = None,
+        extensions: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        """`extensions`: Kafka's SCRAM extensions, e.g. {"tokenauth": "true"} for a delegation token."""
         self.algo = _algo(mechanism)
         self.username = username
         self.password = password
         self.nonce = nonce or base64.b64encode(os.urandom(24)).decode().rstrip("=")
-        self._bare = f"n={_escape_name(username)},r={self.nonce}"
+        extra = "".join(f",{k}={v}" for k, v in (extensions or {}).items())
+        self._bare = f"n={_escape_name(username)},r={self.nonce}{extra}"
         self._server_signature = b""
 
     def first(self) -> bytes:
