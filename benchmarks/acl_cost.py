@@ -32,7 +32,7 @@ from kafkapy.server.security.acl import (  # noqa: E402
 )
 from kafkapy.server.security.acl_authorizer import AclAuthorizer  # noqa: E402
 from kafkapy.server.security.principal import KafkaPrincipal  # noqa: E402
-from kafkapy.server.zk.acl_znodes import ResourceZNode  # noqa: E402
+from kafkapy.zk.acl_znodes import ResourceZNode  # noqa: E402
 
 
 class _MemoryZk:
@@ -67,8 +67,8 @@ def end_to_end(requests: int, rounds: int, filler_acls: int) -> None:
     from benchmarks.brokers import RunningBroker, python_broker_pid
     from benchmarks.common import create_topics
     from benchmarks.small_requests import produce_version, run
-    from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
     from kafkapy.testing import kafkapy_cluster_context
+    from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
     on = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin"}
     results: dict[str, list[float]] = {"off": [], "on": []}

@@ -29,9 +29,9 @@ from security_pki import make_pki  # noqa: E402
 
 from benchmarks.brokers import cpu_seconds  # noqa: E402
 from kafkapy.server.security.scram import add_scram_credential  # noqa: E402
-from kafkapy.server.zk.admin_zk_client import AdminZkClient  # noqa: E402
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient  # noqa: E402
 from kafkapy.testing import KafkapyCluster, free_port  # noqa: E402
+from kafkapy.zk.admin_zk_client import AdminZkClient  # noqa: E402
+from kafkapy.zk.kafka_zk_client import KafkaZkClient  # noqa: E402
 
 VALUE = b"x" * 1024
 

@@ -31,12 +31,12 @@ from kafkapy.consumer_legacy.rebalance import ConsumerRebalanceListener, Rebalan
 from kafkapy.consumer_legacy.stream import SHUTDOWN_COMMAND, FetchedDataChunk, KafkaStream, clear_queue
 from kafkapy.consumer_legacy.topic_count import ConsumerThreadId, TopicCount, make_consumer_id
 from kafkapy.consumer_legacy.topic_filter import TopicFilter
-from kafkapy.server.zk.cluster_znodes import BrokerIdsZNode
-from kafkapy.server.zk.consumer_znodes import ConsumerIdsZNode, ConsumerIdZNode, ConsumerOffsetZNode
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.topic_znodes import TopicsZNode, TopicZNode
-from kafkapy.server.zk.watchers import ZNodeChangeHandler, ZNodeChildChangeHandler
-from kafkapy.server.zk.zk_io import NEW_SESSION
+from kafkapy.zk.cluster_znodes import BrokerIdsZNode
+from kafkapy.zk.consumer_znodes import ConsumerIdsZNode, ConsumerIdZNode, ConsumerOffsetZNode
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.topic_znodes import TopicsZNode, TopicZNode
+from kafkapy.zk.watchers import ZNodeChangeHandler, ZNodeChildChangeHandler
+from kafkapy.zk.zk_io import NEW_SESSION
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from kafkapy.consumer_legacy.config import ConsumerConfig
 from kafkapy.consumer_legacy.fetcher_thread import ConsumerFetcherThread
 from kafkapy.consumer_legacy.stream import PartitionTopicInfo
 from kafkapy.consumer_legacy.wire import ClusterMetadata, fetch_metadata, open_connection
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 

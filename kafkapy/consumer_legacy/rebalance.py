@@ -29,7 +29,7 @@ from kazoo.exceptions import NodeExistsError
 from kafkapy.consumer_legacy.assignors import AssignmentContext, assign
 from kafkapy.consumer_legacy.stream import PartitionTopicInfo, clear_queue
 from kafkapy.consumer_legacy.topic_count import ConsumerThreadId, TopicCount
-from kafkapy.server.zk.consumer_znodes import ConsumerIdsZNode, ConsumerIdZNode, ConsumerOwnerZNode
+from kafkapy.zk.consumer_znodes import ConsumerIdsZNode, ConsumerIdZNode, ConsumerOwnerZNode
 
 if TYPE_CHECKING:
     from kafkapy.consumer_legacy.connector import ZookeeperConsumerConnector

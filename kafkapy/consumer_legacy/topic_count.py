@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import total_ordering
 
 from kafkapy.consumer_legacy.topic_filter import Blacklist, TopicFilter, Whitelist
-from kafkapy.server.zk.consumer_znodes import (
+from kafkapy.zk.consumer_znodes import (
     PATTERN_BLACK_LIST,
     PATTERN_STATIC,
     PATTERN_WHITE_LIST,

@@ -19,15 +19,15 @@ from typing import Protocol
 
 from kafkapy.consumer_legacy.wire import list_offsets, open_connection
 from kafkapy.protocol.constants import LATEST_TIMESTAMP
-from kafkapy.server.zk.consumer_znodes import (
+from kafkapy.zk.consumer_znodes import (
     ConsumerGroupZNode,
     ConsumerIdsZNode,
     ConsumerOffsetZNode,
     ConsumerOwnerZNode,
     ConsumerPathZNode,
 )
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.topic_znodes import TopicPartition
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.topic_znodes import TopicPartition
 
 DESCRIBE_FORMAT = "%-30s %-30s %-10s %-15s %-15s %-15s %s"
 DESCRIBE_HEADER = DESCRIBE_FORMAT % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER")

@@ -8,7 +8,7 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError
 
-from kafkapy.server.zk.cluster_znodes import BrokerIdZNode, BrokerInfo, EndPoint
+from kafkapy.zk.cluster_znodes import BrokerIdZNode, BrokerInfo, EndPoint
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
 

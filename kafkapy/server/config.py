@@ -16,8 +16,8 @@ import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkapy.server import properties
-from kafkapy.server.config_def import ConfigException, ConfigKey, Password
+from kafkapy.common import properties
+from kafkapy.common.config_def import ConfigException, ConfigKey, Password
 from kafkapy.server.config_endpoints import (
     EndPoint,
     ZkConnect,

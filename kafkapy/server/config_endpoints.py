@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kafkapy.server.config_def import ConfigException
+from kafkapy.common.config_def import ConfigException
 from kafkapy.server.config_keys import SECURITY_PROTOCOLS
 
 # Kafka's endpoint syntax: NAME://host:port, host may be empty (all interfaces) or [ipv6].

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kafkapy.server.config_def import (
+from kafkapy.common.config_def import (
     INT_MAX,
     LONG_MAX,
     NO_DEFAULT,

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafkapy.server.config_def import ConfigException, ConfigType, parse_value
+from kafkapy.common.config_def import ConfigException, ConfigType, parse_value
 from kafkapy.server.config_keys import BROKER_CONFIG
 
 log = logging.getLogger("kafkapy.server.DynamicBrokerConfig")

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kafkapy.server.zk.watchers import ZNodeChildChangeHandler
+from kafkapy.zk.watchers import ZNodeChildChangeHandler
 
 log = logging.getLogger("kafkapy.server.DynamicConfigManager")
 

@@ -25,8 +25,8 @@ from typing import Any
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.metrics.process_metrics import ISR_EXPANDS, ISR_SHRINKS
 from kafkapy.server.partition import Partition, now_ms
-from kafkapy.server.zk.topic_znodes import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartitionStateZNode
-from kafkapy.server.zk.topic_znodes import TopicPartition as ZkTopicPartition
+from kafkapy.zk.topic_znodes import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartitionStateZNode
+from kafkapy.zk.topic_znodes import TopicPartition as ZkTopicPartition
 
 log = logging.getLogger("kafkapy.server.IsrManager")
 

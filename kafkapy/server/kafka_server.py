@@ -295,7 +295,7 @@ class KafkaServer:
         """A user's SCRAM credential from /config/users/<user>, read off the loop. Read at each
         authentication, so a credential changed by kafkapy-configs applies to the next login."""
         from kafkapy.server.security.scram import ScramError, read_scram_credential
-        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+        from kafkapy.zk.admin_zk_client import AdminZkClient
 
         def read() -> Any:
             try:
@@ -350,7 +350,7 @@ class KafkaServer:
     def _all_topic_configs(self, defaults: Any) -> dict[str, Any]:
         """Every topic's overrides from ZooKeeper, so logs load with their own configs (blocking)."""
         from kafkapy.server.log.log_config import LogConfig
-        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+        from kafkapy.zk.admin_zk_client import AdminZkClient
 
         configs = AdminZkClient(self.zk.client).fetch_all_topic_configs()
         return {
@@ -375,7 +375,7 @@ class KafkaServer:
 
     def _load_topic_throttles(self) -> None:
         """The throttled replicas of every topic, at start-up (blocking)."""
-        from kafkapy.server.zk.admin_zk_client import AdminZkClient
+        from kafkapy.zk.admin_zk_client import AdminZkClient
 
         for topic, overrides in AdminZkClient(self.zk.client).fetch_all_topic_configs().items():
             self.quotas.update_topic(topic, overrides, self.broker_id)

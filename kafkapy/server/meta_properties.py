@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from kafkapy.server.properties import load as load_properties
+from kafkapy.common.properties import load as load_properties
 
 META_PROPERTIES = "meta.properties"
 

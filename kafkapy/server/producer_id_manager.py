@@ -11,7 +11,7 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError
 
-from kafkapy.server.zk.admin_znodes import ProducerIdBlockZNode
+from kafkapy.zk.admin_znodes import ProducerIdBlockZNode
 
 BLOCK_SIZE = 1000
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kafkapy.server.zk.watchers import StateChangeHandler
+from kafkapy.zk.watchers import StateChangeHandler
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
 
@@ -27,8 +27,8 @@ class ZooKeeperConnection:
         self._new_session_callbacks: list[Callable[[], None]] = []
 
     def connect(self) -> None:
-        from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-        from kafkapy.server.zk.zk_auth import SECURE_ACL_ERROR, login_config_path, zk_credentials
+        from kafkapy.zk.kafka_zk_client import KafkaZkClient
+        from kafkapy.zk.zk_auth import SECURE_ACL_ERROR, login_config_path, zk_credentials
         from kafkapy.zkserver.launcher import is_zookeeper_reachable
 
         config = self.config

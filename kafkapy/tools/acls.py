@@ -108,7 +108,7 @@ class AdminStore:
     def __init__(self, bootstrap: str, command_config: str | None) -> None:
         from kafkapy.client.admin import AdminClient
         from kafkapy.client.client_security import client_security, connector
-        from kafkapy.server.properties import load_file
+        from kafkapy.common.properties import load_file
 
         props = load_file(command_config) if command_config else {}
         self.admin = AdminClient(bootstrap, connector=connector(client_security(props), "kafkapy-acls"))
@@ -138,8 +138,8 @@ class ZkStore:
 
     def __init__(self, properties: dict[str, str]) -> None:
         from kafkapy.server.security.acl_authorizer import AclAuthorizer
-        from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-        from kafkapy.server.zk.zk_auth import tool_zk_security
+        from kafkapy.zk.kafka_zk_client import KafkaZkClient
+        from kafkapy.zk.zk_auth import tool_zk_security
 
         connect = properties.get("zookeeper.connect")
         if not connect:

@@ -32,11 +32,11 @@ import click
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.protocol.errors import InvalidConfigurationException, KafkaError
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.command_line import run_command
 from kafkapy.tools.configs_cmd import admin_actions, quota_options, zk_actions
 from kafkapy.tools.configs_cmd.options import CommandError, Options, check_args, resolve_entity
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.zk_auth import tool_zk_security
 
 PROG = "kafkapy-configs"
 # Kafka's command opens its ZooKeeper session with 30 s session and connection timeouts.

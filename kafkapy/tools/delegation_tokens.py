@@ -142,7 +142,7 @@ def command(
         sys.exit(1)
     from kafkapy.client.admin import AdminClient
     from kafkapy.client.client_security import client_security, connector
-    from kafkapy.server.properties import load_file
+    from kafkapy.common.properties import load_file
 
     assert bootstrap_server is not None and command_config is not None
     admin: AdminClient | None = None

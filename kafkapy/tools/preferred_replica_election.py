@@ -25,10 +25,10 @@ import click
 from kazoo.exceptions import NodeExistsError
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.command_line import run_command
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.zk_auth import tool_zk_security
 
 # Kafka's command opens its ZooKeeper session with 30 s session and connection timeouts.
 ZK_TIMEOUT_MS = 30_000

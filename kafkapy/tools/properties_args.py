@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import click
 
-from kafkapy.server.properties import PropertiesError, load_file
+from kafkapy.common.properties import PropertiesError, load_file
 
 
 def parse_kv(items: Iterable[str], option: str) -> dict[str, str]:

@@ -31,12 +31,12 @@ from typing import Any
 import click
 
 from kafkapy.client.admin import AdminClient
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.command_line import run_command
 from kafkapy.tools.reassign_cmd import admin_actions, zk_actions
 from kafkapy.tools.reassign_cmd.reassignment_json import TerseReassignmentFailure
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.zk_auth import tool_zk_security
 
 PROG = "kafkapy-reassign-partitions"
 # Kafka's command opens its ZooKeeper session with 30 s session and connection timeouts.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import click
 
+from kafkapy.common.properties import PropertiesError
 from kafkapy.server.config import ConfigException, KafkaConfig
-from kafkapy.server.properties import PropertiesError
 from kafkapy.tools.logging_config import LoggingConfigError
 from kafkapy.tools.logging_config import load as load_logging_config
 from kafkapy.tools.logging_setup import default_log_dir, setup_logging

@@ -22,7 +22,7 @@ import click
 from click.core import ParameterSource
 
 from kafkapy.client.admin import DEFAULT_TIMEOUT_MS, AdminClient
-from kafkapy.server.properties import load_file
+from kafkapy.common.properties import load_file
 from kafkapy.tools.command_line import run_command
 from kafkapy.tools.topic_command.admin_service import AdminClientTopicService
 from kafkapy.tools.topic_command.options import (

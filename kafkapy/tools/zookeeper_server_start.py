@@ -16,7 +16,7 @@ from types import FrameType
 
 import click
 
-from kafkapy.server.properties import PropertiesError, load_file
+from kafkapy.common.properties import PropertiesError, load_file
 from kafkapy.tools.logging_setup import default_log_dir
 from kafkapy.tools.process_lookup import ZOOKEEPER_OWNER
 from kafkapy.zkserver.launcher import (

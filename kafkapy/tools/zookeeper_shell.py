@@ -25,8 +25,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.protocol.states import ZnodeStat
 
-from kafkapy.server.zk.zk_auth import zk_credentials
 from kafkapy.tools.command_line import run_command
+from kafkapy.zk.zk_auth import zk_credentials
 
 CONNECT_TIMEOUT_S = 30.0
 _CONTEXT = {"help_option_names": ["-h", "--help"], "ignore_unknown_options": True, "allow_interspersed_args": False}

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from kafkapy.server import properties
+from kafkapy.common import properties
 from kafkapy.server.config_endpoints import is_loopback_host
 from kafkapy.zkserver.install import ZooKeeperInstall, ZooKeeperNotFoundError, find_zookeeper
 

@@ -47,9 +47,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.server.security.scram import ScramClient, add_scram_credential
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.testing import KafkapyCluster, free_port
+from kafkapy.zk.admin_zk_client import AdminZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from security_pki import Pki, make_pki  # noqa: E402

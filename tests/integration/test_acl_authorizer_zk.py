@@ -24,7 +24,7 @@ from kafkapy.server.security.acl import (
 )
 from kafkapy.server.security.acl_authorizer import AclAuthorizer
 from kafkapy.server.security.principal import KafkaPrincipal
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zk_server import zookeeper_server  # noqa: E402

@@ -23,7 +23,7 @@ from kafkapy.protocol import framing
 from kafkapy.protocol.messages import decode_request, encode_response
 from kafkapy.server.controller.controller_config import ControllerConfig
 from kafkapy.server.controller.kafka_controller import KafkaController
-from kafkapy.server.zk import AdminZkClient, BrokerInfo, EndPoint, KafkaZkClient, TopicPartition
+from kafkapy.zk import AdminZkClient, BrokerInfo, EndPoint, KafkaZkClient, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zk_server import zookeeper_server  # noqa: E402

@@ -43,9 +43,9 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.protocol.record_codec import build_batch, decode_records
 from kafkapy.server.security.scram import add_scram_credential
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.testing import KafkapyCluster, free_port
+from kafkapy.zk.admin_zk_client import AdminZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 SECRET = "token-secret-for-tests"
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}

@@ -27,7 +27,7 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.server.zk import (
+from kafkapy.zk import (
     AdminZkClient,
     BrokerInfo,
     EndPoint,
@@ -41,7 +41,7 @@ from kafkapy.server.zk import (
     ZNodeChildChangeHandler,
     ZooKeeperClientTimeoutError,
 )
-from kafkapy.server.zk.zk_data import PERSISTENT_ZK_PATHS
+from kafkapy.zk.zk_data import PERSISTENT_ZK_PATHS
 
 # tests/ is not a package: put it on the path to reach the test-only ZooKeeper helper.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

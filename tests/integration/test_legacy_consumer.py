@@ -27,7 +27,7 @@ from kafkapy.consumer_legacy.zk_groups import (
     format_describe,
     list_groups,
 )
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 CHILD = r"""
 import json, sys, threading

@@ -22,9 +22,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.testing import KafkapyCluster
 from kafkapy.tools.preferred_replica_election import elect_preferred_leaders, parse_election_data
+from kafkapy.zk.errors import AdminOperationError
 
 pytestmark = pytest.mark.timeout(180)
 

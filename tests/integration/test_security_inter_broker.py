@@ -17,9 +17,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkapy.server.security.scram import add_scram_credential
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.testing import KafkapyCluster, free_port
+from kafkapy.zk.admin_zk_client import AdminZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 # tests/ is not a package: put it on the path to reach the test-only certificate helper.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

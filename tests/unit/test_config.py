@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkapy.common.config_def import LONG_MAX, ConfigType, Password
 from kafkapy.server.config import ConfigException, EndPoint, KafkaConfig, parse_zk_connect
-from kafkapy.server.config_def import LONG_MAX, ConfigType, Password
 from kafkapy.server.config_keys import BROKER_CONFIG
 
 REPO = Path(__file__).resolve().parents[2]

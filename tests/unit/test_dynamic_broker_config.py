@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from kafkapy.common.config_def import ConfigException
 from kafkapy.server.config import KafkaConfig
-from kafkapy.server.config_def import ConfigException
 from kafkapy.server.dynamic_broker_config import (
     DEFAULT_ENTITY,
     DynamicBrokerConfig,

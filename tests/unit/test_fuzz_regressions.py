@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from kafkapy.common.config_def import LONG_MAX
 from kafkapy.protocol import messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.server.apis import topics
 from kafkapy.server.apis.offsets import _expire_timestamp
-from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata, offset_value
-from kafkapy.server.zk.errors import TopicAlreadyMarkedForDeletionError
+from kafkapy.zk.errors import TopicAlreadyMarkedForDeletionError
 
 
 @pytest.mark.timeout(10)

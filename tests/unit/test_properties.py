@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.server.properties import PropertiesError, dump, load, load_file
+from kafkapy.common.properties import PropertiesError, dump, load, load_file
 
 
 def test_hash_and_bang_lines_are_comments() -> None:

@@ -15,7 +15,7 @@ from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.server.apis.kafka_apis import KafkaApis
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.request_channel import Request
-from kafkapy.server.zk.cluster_znodes import BrokerInfo, EndPoint
+from kafkapy.zk.cluster_znodes import BrokerInfo, EndPoint
 
 
 def _server(controller_id: int = -1) -> Any:

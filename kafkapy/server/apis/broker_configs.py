@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from kafkapy.common.config_def import ConfigException
 from kafkapy.protocol.errors import InvalidConfigurationException, InvalidRequestException
 from kafkapy.protocol.generated.describe_configs_response import (
     DescribeConfigsResourceResult,
     DescribeConfigsSynonym,
 )
-from kafkapy.server.config_def import ConfigException
 from kafkapy.server.dynamic_broker_config import (
     DEFAULT_ENTITY,
     QUOTA_CONFIGS,
@@ -164,7 +164,7 @@ def _validated(resource_name: str, configs: Mapping[str, str]) -> None:
 def _write(apis: Any, name: str, configs: Mapping[str, str]) -> None:
     """Write the layer and notify every broker; apply it here at once so a describe that
     follows the answer sees it (the notification then changes nothing)."""
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+    from kafkapy.zk.admin_zk_client import AdminZkClient
 
     AdminZkClient(apis.zk).change_entity_config("brokers", name, configs)
     apis.server.dynamic_broker_config.reload(apis.zk, name)

@@ -186,7 +186,7 @@ def _validate_topic_configs(configs: dict[str, str]) -> None:
 
 
 def _alter_topic(apis: KafkaApis, topic: str, new_configs: dict[str, str], validate_only: bool) -> None:
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+    from kafkapy.zk.admin_zk_client import AdminZkClient
 
     if not apis.metadata_cache.contains_topic(topic):
         raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist.")

@@ -79,7 +79,7 @@ def offsets_topic_configs(config: Any) -> dict[str, str]:
 
 def _create_offsets_topic(apis: KafkaApis) -> None:
     """Write __consumer_offsets' znodes; the controller does the rest (blocking: io thread)."""
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient, RackAwareMode
+    from kafkapy.zk.admin_zk_client import AdminZkClient, RackAwareMode
 
     config = apis.config
     rf = int(config.offsets_topic_replication_factor)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from kafkapy.common.config_def import LONG_MAX
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import INVALID_OFFSET
 from kafkapy.protocol.errors import (
@@ -52,7 +53,6 @@ from kafkapy.protocol.generated.offset_fetch_response import (
 from kafkapy.server.apis.auth_helper import authorize, filter_authorized
 from kafkapy.server.apis.groups import coordinator
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
-from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType

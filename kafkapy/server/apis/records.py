@@ -36,7 +36,7 @@ from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.security.acl import Operation, ResourceType
-from kafkapy.server.zk.topic_name import INTERNAL_TOPICS
+from kafkapy.zk.topic_name import INTERNAL_TOPICS
 
 # DeleteRecords' "up to the high watermark" sentinel.
 HIGH_WATERMARK = -1

@@ -46,7 +46,7 @@ from kafkapy.server.security.scram import (
     format_credential,
     parse_credential,
 )
-from kafkapy.server.zk.config_znodes import desanitize
+from kafkapy.zk.config_znodes import desanitize
 
 # Kafka's ScramMechanism type bytes.
 MECHANISM_BY_TYPE = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
@@ -54,7 +54,7 @@ TYPE_BY_MECHANISM = {v: k for k, v in MECHANISM_BY_TYPE.items()}
 
 
 def _admin(apis: KafkaApis) -> Any:
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+    from kafkapy.zk.admin_zk_client import AdminZkClient
 
     return AdminZkClient(apis.zk)
 

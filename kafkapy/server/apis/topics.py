@@ -51,8 +51,8 @@ from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
-from kafkapy.server.zk.admin_zk_client import check_partition_count
-from kafkapy.server.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
+from kafkapy.zk.admin_zk_client import check_partition_count
+from kafkapy.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
 
 _POLL_S = 0.02
 
@@ -65,7 +65,7 @@ def topic_id_from_zk(topic_id: str | None) -> uuid.UUID | None:
 
 
 def _admin(apis: KafkaApis) -> Any:
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+    from kafkapy.zk.admin_zk_client import AdminZkClient
 
     return AdminZkClient(apis.zk, max_partitions=apis.config.kafkapy_topic_max_partitions)
 
@@ -119,7 +119,7 @@ def auto_create_topic(apis: KafkaApis, topic: str) -> None:
 
     if topic in INTERNAL_TOPICS:
         return
-    from kafkapy.server.zk.admin_zk_client import RackAwareMode
+    from kafkapy.zk.admin_zk_client import RackAwareMode
 
     # Kafka's KafkaApis.createTopic auto-creates with RackAwareMode.Safe: a cluster where only
     # some brokers have racks still gets the topic, placed rack-unaware.

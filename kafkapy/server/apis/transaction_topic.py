@@ -19,7 +19,7 @@ log = logging.getLogger("kafkapy.server.KafkaApis")
 
 def _create_transaction_topic(apis: KafkaApis) -> None:
     """Write __transaction_state's znodes; the controller does the rest (blocking: io thread)."""
-    from kafkapy.server.zk.admin_zk_client import AdminZkClient
+    from kafkapy.zk.admin_zk_client import AdminZkClient
 
     config = apis.config
     live = len(apis.zk.get_sorted_broker_list())

@@ -44,7 +44,7 @@ from kafkapy.server.controller.topic_events import TopicEvents
 from kafkapy.server.controller.zk_interface import ControllerZk
 from kafkapy.server.controller.zk_store import ZkControllerStore
 from kafkapy.server.metrics.controller_state import IDLE, STATE_BY_EVENT
-from kafkapy.server.zk.watchers import StateChangeHandler
+from kafkapy.zk.watchers import StateChangeHandler
 
 # ZooKeeper paths the active controller watches (Kafka's ZkData names them the same).
 BROKER_IDS = "/brokers/ids"

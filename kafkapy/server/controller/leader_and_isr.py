@@ -2,7 +2,7 @@
 
 The value classes themselves (TopicPartition, ReplicaAssignment, LeaderAndIsr,
 LeaderIsrAndControllerEpoch) belong to the /state and /brokers/topics znode definitions in
-kafkapy.server.zk.topic_znodes; this module re-exports them and adds what only the controller
+kafkapy.zk.topic_znodes; this module re-exports them and adds what only the controller
 needs: Kafka's sentinels, the election helpers of `kafka.api.LeaderAndIsr`, and the log format.
 """
 
@@ -17,7 +17,7 @@ from kafkapy.protocol.constants import (
     INITIAL_PARTITION_EPOCH,
     LEADER_DURING_DELETE,
 )
-from kafkapy.server.zk.topic_znodes import (
+from kafkapy.zk.topic_znodes import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,

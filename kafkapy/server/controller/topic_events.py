@@ -11,7 +11,7 @@ from kafkapy.server.controller import events as ev
 from kafkapy.server.controller.election import ElectionStrategy
 from kafkapy.server.controller.leader_and_isr import PartitionAndReplica, ReplicaAssignment, TopicPartition
 from kafkapy.server.controller.states import PartitionState, ReplicaState
-from kafkapy.server.zk.cluster_znodes import generate_topic_id
+from kafkapy.zk.cluster_znodes import generate_topic_id
 
 if TYPE_CHECKING:
     from kafkapy.server.controller.services import ControllerServices, EventRoutes

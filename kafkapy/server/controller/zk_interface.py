@@ -1,7 +1,7 @@
 """What the controller needs from ZooKeeper, in the controller's own vocabulary.
 
 The state machines and the controller talk to this narrow Protocol only. `ZkControllerStore`
-(zk_store.py) implements it over kafkapy.server.zk.KafkaZkClient; unit tests implement it in
+(zk_store.py) implements it over kafkapy.zk.KafkaZkClient; unit tests implement it in
 memory (a fake, not a mock), which keeps the state machines testable without a ZooKeeper.
 Every write takes the controller epoch's zk version: ZooKeeper rejects the write if another
 controller has bumped /controller_epoch since (Kafka's "zombie controller" fencing).

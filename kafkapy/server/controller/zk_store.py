@@ -1,5 +1,5 @@
 """ZkControllerStore: the controller's ZooKeeper needs (zk_interface.ControllerZk) over
-kafkapy.server.zk.KafkaZkClient. Pure delegation plus shape conversion; no decisions here."""
+kafkapy.zk.KafkaZkClient. Pure delegation plus shape conversion; no decisions here."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from kafkapy.server.controller.leader_and_isr import (
     TopicPartition,
 )
 from kafkapy.server.controller.zk_interface import TopicAssignment, UpdateLeaderAndIsrResult
-from kafkapy.server.zk.config_znodes import ConfigType
-from kafkapy.server.zk.watchers import ZNodeChangeHandler, ZNodeChildChangeHandler
+from kafkapy.zk.config_znodes import ConfigType
+from kafkapy.zk.watchers import ZNodeChangeHandler, ZNodeChildChangeHandler
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 

@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kafkapy.common.config_def import LONG_MAX
 from kafkapy.protocol.constants import NO_TIMESTAMP, UNDEFINED_EPOCH_OFFSET
 from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
 from kafkapy.protocol.record_batch import set_base_offset, set_log_append_time, validate_records
-from kafkapy.server.config_def import LONG_MAX
 from kafkapy.server.log.cleaner.record_filter import check_keys_for_compacted_topic
 from kafkapy.server.log.fetch_data_info import (
     FetchDataInfo,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from kafkapy.server.config_def import (
+from kafkapy.common.config_def import (
     LONG_MAX,
     ConfigDef,
     ConfigException,

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from kafkapy.server.zk.config_znodes import desanitize
+from kafkapy.zk.config_znodes import desanitize
 
 DEFAULT = "<default>"  # Kafka's ConfigEntityName.Default
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from kafkapy.server.quota.quota_entity import DEFAULT, QuotaEntity, entity_from_path, quota_values
-from kafkapy.server.zk.config_znodes import ConfigType, sanitize
+from kafkapy.zk.config_znodes import ConfigType, sanitize
 
 
 class QuotaConfigSource(Protocol):

@@ -5,7 +5,7 @@ wildcard) to an entry (principal, host, operation, ALLOW/DENY). `authorize` deci
 AclAuthorizer does: super users pass; without any ACL on the resource the answer is
 `allow.everyone.if.no.acl.found`; a matching DENY wins over any ALLOW; an ALLOW of Read, Write,
 Delete or Alter implies Describe, and AlterConfigs implies DescribeConfigs; `All` covers every
-operation; principal `User:*` and host `*` match anyone. Storage is server/zk/acl_znodes.py.
+operation; principal `User:*` and host `*` match anyone. Storage is zk/acl_znodes.py.
 """
 
 from __future__ import annotations

@@ -35,9 +35,9 @@ from kafkapy.server.security.acl import (
     decide,
 )
 from kafkapy.server.security.principal import KafkaPrincipal
-from kafkapy.server.zk.acl_znodes import AclChangeNotificationZNode, AclZNode, ResourceZNode
-from kafkapy.server.zk.errors import ZkDataError
-from kafkapy.server.zk.watchers import ZNodeChildChangeHandler
+from kafkapy.zk.acl_znodes import AclChangeNotificationZNode, AclZNode, ResourceZNode
+from kafkapy.zk.errors import ZkDataError
+from kafkapy.zk.watchers import ZNodeChildChangeHandler
 
 log = logging.getLogger("kafkapy.security.AclAuthorizer")
 

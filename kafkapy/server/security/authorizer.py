@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kafkapy.server.config_def import ConfigException
+from kafkapy.common.config_def import ConfigException
 from kafkapy.server.security.acl import Operation, ResourceType
 from kafkapy.server.security.principal import KafkaPrincipal
 

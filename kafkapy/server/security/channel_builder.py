@@ -12,7 +12,7 @@ import ssl
 from dataclasses import dataclass
 
 from kafkapy.client.sasl_client import ClientSecurity
-from kafkapy.server.config_def import ConfigException
+from kafkapy.common.config_def import ConfigException
 from kafkapy.server.security.jaas import JaasConfigError, LoginModule, single_module
 from kafkapy.server.security.listener_security import ListenerSettings
 from kafkapy.server.security.principal import SslPrincipalMapper

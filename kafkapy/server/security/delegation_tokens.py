@@ -7,7 +7,7 @@ Tokens are enabled only when the secret is set; otherwise every token API answer
 DELEGATION_TOKEN_AUTH_DISABLED.
 
 The token's information lives in `/delegation_token/tokens/<tokenId>`
-(kafkapy.server.zk.delegation_token_znodes); each change is announced with a
+(kafkapy.zk.delegation_token_znodes); each change is announced with a
 `/delegation_token/token_changes/token_change_<seq>` znode holding the token id, which every
 broker's cache follows (reload the token, or drop it when its znode is gone). The cache keeps,
 per token, its SCRAM credentials for SCRAM-SHA-256 and -512 made from the HMAC's base64 text as
@@ -42,13 +42,13 @@ from kafkapy.protocol.errors import (
 )
 from kafkapy.server.security.principal import KafkaPrincipal
 from kafkapy.server.security.scram import MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
-from kafkapy.server.zk.delegation_token_znodes import (
+from kafkapy.zk.delegation_token_znodes import (
     DelegationTokenChangeNotificationZNode,
     DelegationTokenInfoZNode,
     DelegationTokensZNode,
 )
-from kafkapy.server.zk.errors import ZkDataError
-from kafkapy.server.zk.watchers import ZNodeChildChangeHandler
+from kafkapy.zk.errors import ZkDataError
+from kafkapy.zk.watchers import ZNodeChildChangeHandler
 
 log = logging.getLogger("kafkapy.server.DelegationTokenManager")
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkapy.server.config_def import ConfigException, Password
+from kafkapy.common.config_def import ConfigException, Password
 
 
 def _plain(value: Any) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkapy.server.config_def import ConfigException
+from kafkapy.common.config_def import ConfigException
 
 USER_TYPE = "User"
 

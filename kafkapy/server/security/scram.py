@@ -273,7 +273,7 @@ def add_scram_credential(
     admin_zk: object, user: str, mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS
 ) -> None:
     """Store `user`'s credential for `mechanism` in /config/users/<user> (other configs kept) and
-    notify the brokers; `admin_zk` is a kafkapy.server.zk.admin_zk_client.AdminZkClient."""
+    notify the brokers; `admin_zk` is a kafkapy.zk.admin_zk_client.AdminZkClient."""
     configs: dict[str, str] = dict(admin_zk.fetch_entity_config("users", user))  # type: ignore[attr-defined]
     configs.update(credential_config(mechanism.upper(), password, iterations))
     admin_zk.change_entity_config("users", user, configs)  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ import ssl
 import tempfile
 from typing import Any
 
-from kafkapy.server.config_def import ConfigException
+from kafkapy.common.config_def import ConfigException
 from kafkapy.server.security.listener_security import ListenerSettings
 
 _CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}

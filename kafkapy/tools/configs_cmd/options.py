@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kafkapy.server.zk.config_znodes import ConfigType
+from kafkapy.zk.config_znodes import ConfigType
 
 DEFAULT_ENTITY = "<default>"  # Kafka's ConfigEntityName.Default
 BROKER_LOGGERS = "broker-loggers"

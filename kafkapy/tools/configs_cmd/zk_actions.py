@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from kafkapy.common.config_def import ConfigException
 from kafkapy.protocol.errors import InvalidConfigurationException
-from kafkapy.server.config_def import ConfigException
 from kafkapy.server.dynamic_broker_config import validate_dynamic_configs
 from kafkapy.server.quota.quota_entity import QuotaEntity
 from kafkapy.server.quota.quota_znodes import read_entity, write_entity
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.config_znodes import desanitize, sanitize
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.configs_cmd.options import (
     CLIENT_QUOTA_CONFIGS,
     DEFAULT_ENTITY,
@@ -25,6 +22,9 @@ from kafkapy.tools.configs_cmd.options import (
     scala_set,
 )
 from kafkapy.tools.configs_cmd.quota_actions import SCRAM_MECHANISMS
+from kafkapy.zk.admin_zk_client import AdminZkClient
+from kafkapy.zk.config_znodes import desanitize, sanitize
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 Printer = Callable[[str], None]
 _BOOTSTRAP_INFO = (

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkapy.consumer_legacy import zk_groups
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 Printer = Callable[[str], None]
 

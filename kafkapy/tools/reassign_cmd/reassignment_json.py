@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.rack_aware_assignment import assign_replicas
 from kafkapy.tools import kafka_json as kj
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.rack_aware_assignment import assign_replicas
 
 ANY_LOG_DIR = "any"
 CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (

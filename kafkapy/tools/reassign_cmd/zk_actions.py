@@ -9,8 +9,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from kazoo.exceptions import NodeExistsError
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.server.zk.admin_zk_client import AdminZkClient
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     CANNOT_EXECUTE_BECAUSE_OF_EXISTING,
     YOU_MUST_RUN_VERIFY_PERIODICALLY,
@@ -42,6 +40,8 @@ from kafkapy.tools.reassign_cmd.throttles import (
     throttle_set_line,
     topic_throttle_configs,
 )
+from kafkapy.zk.admin_zk_client import AdminZkClient
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 Printer = Callable[[str], None]
 

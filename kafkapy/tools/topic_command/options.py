@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF, ConfigException, LogConfig
-from kafkapy.server.zk.topic_name import is_internal
+from kafkapy.zk.topic_name import is_internal
 
 ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPORT_OPTS = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from kafkapy.server.zk.topic_name import COLLISION_WARNING, has_collision_chars
 from kafkapy.tools.topic_command.options import CommandTopicPartition, TopicCommandOptions, config_warnings
+from kafkapy.zk.topic_name import COLLISION_WARNING, has_collision_chars
 
 Printer = Callable[[str], None]
 

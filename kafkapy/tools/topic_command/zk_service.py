@@ -9,13 +9,6 @@ from kazoo.exceptions import NodeExistsError
 
 from kafkapy.protocol.constants import NO_LEADER
 from kafkapy.protocol.errors import InvalidTopicException, TopicExistsException
-from kafkapy.server.zk.admin_zk_client import AdminZkClient, RackAwareMode
-from kafkapy.server.zk.config_znodes import ConfigType
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.topic_name import is_internal
-from kafkapy.server.zk.topic_znodes import TopicPartition
-from kafkapy.server.zk.zk_auth import tool_zk_security
 from kafkapy.tools.topic_command.describe import (
     DescribeOptions,
     PartitionDescription,
@@ -30,6 +23,13 @@ from kafkapy.tools.topic_command.options import (
     select_topics,
 )
 from kafkapy.tools.topic_command.service import Printer, TopicService
+from kafkapy.zk.admin_zk_client import AdminZkClient, RackAwareMode
+from kafkapy.zk.config_znodes import ConfigType
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.topic_name import is_internal
+from kafkapy.zk.topic_znodes import TopicPartition
+from kafkapy.zk.zk_auth import tool_zk_security
 
 # Kafka's TopicCommand opens its ZooKeeper session with 30 s session and connection timeouts.
 ZK_TIMEOUT_MS = 30_000

@@ -10,7 +10,7 @@ import pytest
 from kafkapy.consumer_legacy.config import ConsumerConfig, InvalidConfigException
 from kafkapy.consumer_legacy.topic_count import ConsumerThreadId, TopicCount, make_consumer_id
 from kafkapy.consumer_legacy.topic_filter import Blacklist, Whitelist
-from kafkapy.server.zk.consumer_znodes import ConsumerIdZNode
+from kafkapy.zk.consumer_znodes import ConsumerIdZNode
 
 
 def test_whitelist_matches_whole_names_and_turns_commas_into_alternatives() -> None:

@@ -19,7 +19,7 @@ from kafkapy.server.controller.leader_and_isr import (
 )
 from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch, ControllerRequest
 from kafkapy.server.controller.zk_interface import TopicAssignment, UpdateLeaderAndIsrResult
-from kafkapy.server.zk.cluster_znodes import BrokerInfo, EndPoint
+from kafkapy.zk.cluster_znodes import BrokerInfo, EndPoint
 
 
 def broker(broker_id: int, port: int | None = None, rack: str | None = None) -> BrokerInfo:

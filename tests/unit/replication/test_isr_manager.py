@@ -15,7 +15,7 @@ from kafkapy.server.isr_manager import (
     write_isr,
 )
 from kafkapy.server.partition import Partition
-from kafkapy.server.zk.topic_znodes import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartitionStateZNode
+from kafkapy.zk.topic_znodes import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartitionStateZNode
 
 
 @dataclass

@@ -19,7 +19,7 @@ from kafkapy.server.security.acl import (
     parse_super_users,
 )
 from kafkapy.server.security.principal import KafkaPrincipal
-from kafkapy.server.zk.acl_znodes import AclChangeNotificationZNode, ResourceZNode
+from kafkapy.zk.acl_znodes import AclChangeNotificationZNode, ResourceZNode
 
 ALICE = KafkaPrincipal("User", "alice")
 BOB = KafkaPrincipal("User", "bob")

@@ -152,7 +152,7 @@ class _MemoryZk:
     """get_children/get_data over a dict of paths: enough for AclAuthorizer.load()."""
 
     def __init__(self, bindings: list[AclBinding]) -> None:
-        from kafkapy.server.zk.acl_znodes import ResourceZNode
+        from kafkapy.zk.acl_znodes import ResourceZNode
 
         by_pattern: dict[ResourcePattern, set[AclEntry]] = {}
         for b in bindings:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from kafkapy.common.config_def import ConfigException
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.server.config import KafkaConfig
-from kafkapy.server.config_def import ConfigException
 from kafkapy.server.security.channel_builder import listener_security
 from kafkapy.server.security.sasl_server import (
     PASS,

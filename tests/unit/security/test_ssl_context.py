@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkapy.common.config_def import ConfigException
 from kafkapy.server.config import KafkaConfig
-from kafkapy.server.config_def import ConfigException
 from kafkapy.server.security.listener_security import ListenerSettings
 from kafkapy.server.security.ssl_context import client_context, server_context
 

@@ -6,7 +6,6 @@ import json
 import pytest
 
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.server.zk.errors import AdminOperationError
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     AdminCommandFailedError,
     PartitionState,
@@ -22,6 +21,7 @@ from kafkapy.tools.reassign_cmd.reassignment_json import (
     status_lines,
 )
 from kafkapy.tools.reassign_partitions import UsageError, check_options
+from kafkapy.zk.errors import AdminOperationError
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 

@@ -10,8 +10,8 @@ import pytest
 
 from kafkapy.protocol.errors import InvalidPartitionsException, InvalidReplicaAssignmentException
 from kafkapy.server.apis.topics import _PartitionBudget
-from kafkapy.server.zk.admin_zk_client import DEFAULT_MAX_PARTITIONS, AdminZkClient
-from kafkapy.server.zk.topic_znodes import ReplicaAssignment
+from kafkapy.zk.admin_zk_client import DEFAULT_MAX_PARTITIONS, AdminZkClient
+from kafkapy.zk.topic_znodes import ReplicaAssignment
 
 
 class _NoPlacementZk:

@@ -6,8 +6,8 @@ import random
 import pytest
 
 from kafkapy.protocol.errors import InvalidReplicationFactorException
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.rack_aware_assignment import (
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.rack_aware_assignment import (
     assign_replicas,
     assign_replicas_rack_aware,
     rack_alternated_broker_list,

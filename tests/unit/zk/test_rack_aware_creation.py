@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from kafkapy.server.zk.admin_zk_client import (
+from kafkapy.zk.admin_zk_client import (
     NOT_ALL_RACKS_MESSAGE,
     AdminZkClient,
     RackAwareMode,
     broker_racks_for_mode,
 )
-from kafkapy.server.zk.cluster_znodes import BrokerInfo
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.topic_znodes import ReplicaAssignment
+from kafkapy.zk.cluster_znodes import BrokerInfo
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.topic_znodes import ReplicaAssignment
 
 
 class _FakeZk:

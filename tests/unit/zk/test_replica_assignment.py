@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from kafkapy.protocol.errors import InvalidPartitionsException, InvalidReplicationFactorException
-from kafkapy.server.zk.replica_assignment import assign_replicas_to_brokers
+from kafkapy.zk.replica_assignment import assign_replicas_to_brokers
 
 
 def test_matches_kafkas_fixed_start_example() -> None:

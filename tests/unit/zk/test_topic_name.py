@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.protocol.errors import InvalidTopicException
-from kafkapy.server.zk.topic_name import (
+from kafkapy.zk.topic_name import (
     MAX_NAME_LENGTH,
     colliding_topics,
     has_collision,

@@ -10,8 +10,9 @@ import pytest
 from kazoo.security import ACL, Id, Permissions
 
 from kafkapy.server.security.jaas import JaasConfigError
-from kafkapy.server.zk.errors import ZkNoAuthError
-from kafkapy.server.zk.zk_auth import (
+from kafkapy.server.zk_connection import ZkSecurityError, ZooKeeperConnection
+from kafkapy.zk.errors import ZkNoAuthError
+from kafkapy.zk.zk_auth import (
     ZkCredentials,
     credentials_from_jaas,
     default_acls,
@@ -19,7 +20,6 @@ from kafkapy.server.zk.zk_auth import (
     tool_zk_security,
     zk_credentials,
 )
-from kafkapy.server.zk_connection import ZkSecurityError, ZooKeeperConnection
 
 JAAS = """
 // the broker's identity for ZooKeeper

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kafkapy.server.zk.admin_znodes import (
+from kafkapy.zk.admin_znodes import (
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationSequenceZNode,
@@ -15,7 +15,7 @@ from kafkapy.server.zk.admin_znodes import (
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
 )
-from kafkapy.server.zk.cluster_znodes import (
+from kafkapy.zk.cluster_znodes import (
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerInfo,
@@ -30,7 +30,7 @@ from kafkapy.server.zk.cluster_znodes import (
     generate_cluster_id,
     generate_topic_id,
 )
-from kafkapy.server.zk.config_znodes import (
+from kafkapy.zk.config_znodes import (
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityTypeZNode,
     ConfigEntityZNode,
@@ -38,14 +38,14 @@ from kafkapy.server.zk.config_znodes import (
     desanitize,
     sanitize,
 )
-from kafkapy.server.zk.consumer_znodes import (
+from kafkapy.zk.consumer_znodes import (
     ConsumerIdZNode,
     ConsumerOffsetZNode,
     ConsumerOwnerZNode,
     ConsumerRegistration,
 )
-from kafkapy.server.zk.errors import ZkDataError
-from kafkapy.server.zk.topic_znodes import (
+from kafkapy.zk.errors import ZkDataError
+from kafkapy.zk.topic_znodes import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
@@ -53,7 +53,7 @@ from kafkapy.server.zk.topic_znodes import (
     TopicPartitionStateZNode,
     TopicZNode,
 )
-from kafkapy.server.zk.zk_data import PERSISTENT_ZK_PATHS
+from kafkapy.zk.zk_data import PERSISTENT_ZK_PATHS
 
 PLAINTEXT = EndPoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT")
 

@@ -32,15 +32,15 @@ from kafkapy.server.metrics.process_metrics import (
     ZOOKEEPER_EXPIRES,
     ZOOKEEPER_REQUEST_LATENCY,
 )
-from kafkapy.server.zk.cluster_znodes import ControllerEpochZNode
-from kafkapy.server.zk.errors import ZkNoAuthError, ZooKeeperClientTimeoutError
-from kafkapy.server.zk.watchers import (
+from kafkapy.zk.cluster_znodes import ControllerEpochZNode
+from kafkapy.zk.errors import ZkNoAuthError, ZooKeeperClientTimeoutError
+from kafkapy.zk.watchers import (
     StateChangeHandler,
     WatchRegistry,
     ZNodeChangeHandler,
     ZNodeChildChangeHandler,
 )
-from kafkapy.server.zk.zk_auth import ZkCredentials, default_acls
+from kafkapy.zk.zk_auth import ZkCredentials, default_acls
 
 log = logging.getLogger(__name__)
 

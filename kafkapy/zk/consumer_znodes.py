@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafkapy.server.zk._json import decode_json, encode_json, now_ms
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk._json import decode_json, encode_json, now_ms
+from kafkapy.zk.errors import ZkDataError
 
 
 class ConsumerPathZNode:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kafkapy.server.zk._json import decode_json, encode_json
-from kafkapy.server.zk.errors import ZkDataError
-from kafkapy.server.zk.topic_znodes import TopicPartition
+from kafkapy.zk._json import decode_json, encode_json
+from kafkapy.zk.errors import ZkDataError
+from kafkapy.zk.topic_znodes import TopicPartition
 
 
 def _partitions_json(partitions: Iterable[TopicPartition]) -> list[dict[str, object]]:

@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk.errors import ZkDataError
 
 
 def encode_json(obj: Any) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kazoo.exceptions import NoAuthError
 
-from kafkapy.server.zk.zk_auth import NO_AUTH_HINT
+from kafkapy.zk.zk_auth import NO_AUTH_HINT
 
 
 class ZkDataError(Exception):

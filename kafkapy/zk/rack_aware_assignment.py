@@ -14,8 +14,8 @@ import random
 from collections.abc import Mapping
 
 from kafkapy.protocol.errors import InvalidPartitionsException, InvalidReplicationFactorException
-from kafkapy.server.zk.errors import AdminOperationError
-from kafkapy.server.zk.replica_assignment import assign_replicas_to_brokers
+from kafkapy.zk.errors import AdminOperationError
+from kafkapy.zk.replica_assignment import assign_replicas_to_brokers
 
 
 def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:

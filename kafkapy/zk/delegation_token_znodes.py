@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kafkapy.server.zk.config_znodes import desanitize, sanitize
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk.config_znodes import desanitize, sanitize
+from kafkapy.zk.errors import ZkDataError
 
 CURRENT_VERSION = 3
 

@@ -24,7 +24,7 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.server.zk.admin_znodes import (
+from kafkapy.zk.admin_znodes import (
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationSequenceZNode,
@@ -34,7 +34,7 @@ from kafkapy.server.zk.admin_znodes import (
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
 )
-from kafkapy.server.zk.cluster_znodes import (
+from kafkapy.zk.cluster_znodes import (
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerInfo,
@@ -44,15 +44,15 @@ from kafkapy.server.zk.cluster_znodes import (
     ControllerZNode,
     generate_cluster_id,
 )
-from kafkapy.server.zk.config_znodes import (
+from kafkapy.zk.config_znodes import (
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityChangeNotificationZNode,
     ConfigEntityTypeZNode,
     ConfigEntityZNode,
     ConfigType,
 )
-from kafkapy.server.zk.errors import ZkDataError
-from kafkapy.server.zk.topic_znodes import (
+from kafkapy.zk.errors import ZkDataError
+from kafkapy.zk.topic_znodes import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
@@ -64,8 +64,8 @@ from kafkapy.server.zk.topic_znodes import (
     TopicsZNode,
     TopicZNode,
 )
-from kafkapy.server.zk.zk_data import PERSISTENT_ZK_PATHS
-from kafkapy.server.zk.zk_io import MATCH_ANY_VERSION, ZkIO
+from kafkapy.zk.zk_data import PERSISTENT_ZK_PATHS
+from kafkapy.zk.zk_io import MATCH_ANY_VERSION, ZkIO
 
 log = logging.getLogger(__name__)
 

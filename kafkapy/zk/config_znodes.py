@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import quote, unquote
 
-from kafkapy.server.zk._json import decode_json, encode_json
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk._json import decode_json, encode_json
+from kafkapy.zk.errors import ZkDataError
 
 
 class ConfigType:

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkapy.server.zk._json import decode_json, encode_json, now_ms, ordered
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk._json import decode_json, encode_json, now_ms, ordered
+from kafkapy.zk.errors import ZkDataError
 
 
 def generate_cluster_id() -> str:

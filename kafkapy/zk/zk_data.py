@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from kafkapy.server.zk.admin_znodes import (
+from kafkapy.zk.admin_znodes import (
     AdminZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
     LogDirEventNotificationZNode,
     ProducerIdBlockZNode,
 )
-from kafkapy.server.zk.cluster_znodes import (
+from kafkapy.zk.cluster_znodes import (
     BrokerIdsZNode,
     BrokerSequenceIdZNode,
     BrokersZNode,
@@ -17,14 +17,14 @@ from kafkapy.server.zk.cluster_znodes import (
     ControllerEpochZNode,
     ControllerZNode,
 )
-from kafkapy.server.zk.config_znodes import (
+from kafkapy.zk.config_znodes import (
     ConfigEntityChangeNotificationZNode,
     ConfigEntityTypeZNode,
     ConfigType,
     ConfigZNode,
 )
-from kafkapy.server.zk.consumer_znodes import ConsumerPathZNode
-from kafkapy.server.zk.topic_znodes import TopicsZNode
+from kafkapy.zk.consumer_znodes import ConsumerPathZNode
+from kafkapy.zk.topic_znodes import TopicsZNode
 
 # Persistent paths every broker makes sure exist at startup, in Kafka's order.
 PERSISTENT_ZK_PATHS: tuple[str, ...] = (

@@ -10,9 +10,9 @@ from kafkapy.common.topic_partition import (
     TopicPartition as TopicPartition,  # re-exported: the ZooKeeper data model names it
 )
 from kafkapy.protocol.constants import INITIAL_PARTITION_EPOCH
-from kafkapy.server.zk._json import decode_json, encode_json
-from kafkapy.server.zk.cluster_znodes import BrokersZNode
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk._json import decode_json, encode_json
+from kafkapy.zk.cluster_znodes import BrokersZNode
+from kafkapy.zk.errors import ZkDataError
 
 
 @dataclass(frozen=True, slots=True)

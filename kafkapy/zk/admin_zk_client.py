@@ -24,13 +24,13 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.server.zk.cluster_znodes import generate_topic_id
-from kafkapy.server.zk.config_znodes import ConfigType, sanitize
-from kafkapy.server.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
-from kafkapy.server.zk.kafka_zk_client import KafkaZkClient
-from kafkapy.server.zk.rack_aware_assignment import assign_replicas
-from kafkapy.server.zk.topic_name import colliding_topics, has_collision_chars, validate_topic_name
-from kafkapy.server.zk.topic_znodes import ReplicaAssignment
+from kafkapy.zk.cluster_znodes import generate_topic_id
+from kafkapy.zk.config_znodes import ConfigType, sanitize
+from kafkapy.zk.errors import AdminOperationError, TopicAlreadyMarkedForDeletionError
+from kafkapy.zk.kafka_zk_client import KafkaZkClient
+from kafkapy.zk.rack_aware_assignment import assign_replicas
+from kafkapy.zk.topic_name import colliding_topics, has_collision_chars, validate_topic_name
+from kafkapy.zk.topic_znodes import ReplicaAssignment
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from kafkapy.server.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from kafkapy.server.zk._json import decode_json, encode_json
-from kafkapy.server.zk.errors import ZkDataError
+from kafkapy.zk._json import decode_json, encode_json
+from kafkapy.zk.errors import ZkDataError
 
 
 class AclZNode:
