@@ -20,9 +20,11 @@ def _registered() -> dict[int, Callable[..., object]]:
     from kafkapy.server.apis import (
         acls,
         api_versions,
+        client_quotas,
         cluster,
         configs,
         controller_requests,
+        delegation_tokens,
         elect_leaders,
         fetch,
         groups,
@@ -44,9 +46,9 @@ def _registered() -> dict[int, Callable[..., object]]:
     # Only the modules typed so far: a family added later joins by being imported above (so the
     # result does not depend on which other tests imported which handler modules first).
     typed = {m.__name__ for m in (
-        acls, api_versions, cluster, configs, controller_requests, elect_leaders, fetch, groups, list_offsets,
-        log_dirs, metadata, offset_for_leader_epoch, produce, producer_ids, reassignments, records, sasl,
-        scram_credentials, topics, transaction_admin, transactions,
+        acls, api_versions, client_quotas, cluster, configs, controller_requests, delegation_tokens,
+        elect_leaders, fetch, groups, list_offsets, log_dirs, metadata, offset_for_leader_epoch, produce,
+        producer_ids, reassignments, records, sasl, scram_credentials, topics, transaction_admin, transactions,
     )} | {"kafkapy.server.apis.offsets"}  # fmt: skip
     return {k: h.fn for k, h in HANDLERS.items() if not h.raw and h.fn.__module__ in typed}
 

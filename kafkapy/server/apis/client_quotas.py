@@ -9,10 +9,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import InvalidRequestException
+from kafkapy.protocol.generated.alter_client_quotas_request import AlterClientQuotasRequest
+from kafkapy.protocol.generated.alter_client_quotas_response import AlterClientQuotasResponse
+from kafkapy.protocol.generated.alter_client_quotas_response import EntityData as AlterEntityData
+from kafkapy.protocol.generated.alter_client_quotas_response import EntryData as AlterEntryData
+from kafkapy.protocol.generated.describe_client_quotas_request import DescribeClientQuotasRequest
+from kafkapy.protocol.generated.describe_client_quotas_response import (
+    DescribeClientQuotasResponse,
+    EntityData,
+    EntryData,
+    ValueData,
+)
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.quota.quota_entity import (
@@ -98,27 +109,31 @@ def _order(item: tuple[QuotaEntity, Mapping[str, float]]) -> tuple[bool, str, bo
 
 def describe_entries(
     quotas: Mapping[QuotaEntity, Mapping[str, float]], components: Sequence[FilterComponent], strict: bool
-) -> list[dict[str, Any]]:
+) -> list[EntryData]:
     _check_components(components)
     entries = []
     for entity, values in sorted(quotas.items(), key=_order):
         if values and matches(entity, components, strict):
-            entries.append({
-                "entity": [{"entity_type": t, "entity_name": n} for t, n in _entity_parts(entity).items()],
-                "values": [{"key": k, "value": v} for k, v in sorted(values.items())],
-            })  # fmt: skip
+            entries.append(EntryData(
+                entity=[EntityData(entity_type=t, entity_name=n) for t, n in _entity_parts(entity).items()],
+                values=[ValueData(key=k, value=v) for k, v in sorted(values.items())],
+            ))  # fmt: skip
     return entries
 
 
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS)
-async def handle_describe_client_quotas(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_describe_client_quotas(
+    apis: KafkaApis, request: Request, body: DescribeClientQuotasRequest
+) -> DescribeClientQuotasResponse:
     components = [FilterComponent(c.entity_type, c.match_type, c.match) for c in body.components]
     try:
         quotas = await _off_loop(lambda: read_all_quotas(apis.zk))
         entries = describe_entries(quotas, components, body.strict)
     except InvalidRequestException as e:
-        return {"error_code": e.code, "error_message": e.message or str(e), "entries": None}
-    return {"error_code": 0, "error_message": None, "entries": entries}
+        return DescribeClientQuotasResponse(
+            throttle_time_ms=0, error_code=e.code, error_message=e.message or str(e), entries=None
+        )
+    return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
 
 
 def entity_of(parts: Sequence[tuple[str, str | None]]) -> QuotaEntity:
@@ -160,7 +175,9 @@ def apply_ops(config: Mapping[str, str], ops: Sequence[tuple[str, float, bool]])
 
 
 @handles(ApiKey.ALTER_CLIENT_QUOTAS)
-async def handle_alter_client_quotas(apis: KafkaApis, request: Request, body: Any) -> dict[str, Any]:
+async def handle_alter_client_quotas(
+    apis: KafkaApis, request: Request, body: AlterClientQuotasRequest
+) -> AlterClientQuotasResponse:
     zk = apis.zk
     validate_only = bool(body.validate_only)
 
@@ -180,8 +197,8 @@ async def handle_alter_client_quotas(apis: KafkaApis, request: Request, body: An
             code, message = 0, None
         except InvalidRequestException as e:
             code, message = e.code, e.message or str(e)
-        results.append({
-            "error_code": code, "error_message": message,
-            "entity": [{"entity_type": t, "entity_name": n} for t, n in parts],
-        })  # fmt: skip
-    return {"entries": results}
+        results.append(AlterEntryData(
+            error_code=code, error_message=message,
+            entity=[AlterEntityData(entity_type=t, entity_name=n) for t, n in parts],
+        ))  # fmt: skip
+    return AlterClientQuotasResponse(throttle_time_ms=0, entries=results)

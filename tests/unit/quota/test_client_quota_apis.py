@@ -42,7 +42,7 @@ def test_filters_match_exact_default_and_any_specified_names_and_strict_excludes
 def test_describe_answers_users_before_their_clients_and_refuses_bad_filters() -> None:
     quotas = {ALICE_APP: {"producer_byte_rate": 1.0}, ALICE: {"consumer_byte_rate": 2.0}}
     entries = describe_entries(quotas, [FilterComponent("user", MATCH_EXACT, "alice")], strict=False)
-    assert [e["entity"] for e in entries] == [
+    assert [e.to_dict()["entity"] for e in entries] == [
         [{"entity_type": "user", "entity_name": "alice"}],
         [{"entity_type": "user", "entity_name": "alice"}, {"entity_type": "client-id", "entity_name": "app"}],
     ]
