@@ -75,7 +75,9 @@ def scraping(port: int | None) -> Iterator[list[int]]:
         done[0] = int(out.strip() or 0)
 
 
-def one_round(tree: Path, small: int, records: int, small_only: bool, metrics: bool = False) -> dict[str, float]:
+def one_round(
+    tree: Path, small: int, records: int, small_only: bool, metrics: bool = False
+) -> dict[str, float]:
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), old]))
     figures: dict[str, float] = {}
@@ -110,15 +112,21 @@ def one_round(tree: Path, small: int, records: int, small_only: bool, metrics: b
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--a", type=Path, required=True)
     parser.add_argument("--b", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--small", type=int, default=100_000, help="pipelined requests per round")
     parser.add_argument("--records", type=int, default=200_000, help="1 KB records per round")
     parser.add_argument("--small-only", action="store_true", help="only the pipelined small requests")
-    parser.add_argument("--a-metrics", action="store_true", help="A opens its metrics endpoint, scraped every second")
-    parser.add_argument("--b-metrics", action="store_true", help="B opens its metrics endpoint, scraped every second")
+    parser.add_argument(
+        "--a-metrics", action="store_true", help="A opens its metrics endpoint, scraped every second"
+    )
+    parser.add_argument(
+        "--b-metrics", action="store_true", help="B opens its metrics endpoint, scraped every second"
+    )
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for r in range(args.rounds):
@@ -126,7 +134,9 @@ def main() -> None:
             metrics = args.a_metrics if name == "A" else args.b_metrics
             figures = one_round(tree.resolve(), args.small, args.records, args.small_only, metrics)
             runs[name].append(figures)
-            print(f"round {r + 1} {name}: " + "  ".join(f"{k}={v:,.1f}" for k, v in figures.items()), flush=True)
+            print(
+                f"round {r + 1} {name}: " + "  ".join(f"{k}={v:,.1f}" for k, v in figures.items()), flush=True
+            )
     print()
     print(f"{'figure':<20}{'A median':>14}{'B median':>14}{'B/A':>8}  per-round B/A min-max")
     for key in [k for k in runs["A"][0] if k in runs["B"][0]]:

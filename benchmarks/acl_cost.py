@@ -43,7 +43,7 @@ class _MemoryZk:
 
     def get_children(self, path: str) -> list[str]:
         prefix = path + "/"
-        return [k[len(prefix):] for k in self.data if k.startswith(prefix) and "/" not in k[len(prefix):]]
+        return [k[len(prefix) :] for k in self.data if k.startswith(prefix) and "/" not in k[len(prefix) :]]
 
     def get_data(self, path: str) -> tuple[bytes, None] | None:
         got = self.data.get(path)
@@ -102,7 +102,9 @@ def end_to_end(requests: int, rounds: int, filler_acls: int) -> None:
                 r = run(broker, "small", produce_version([broker.bootstrap]), requests)
                 cpu = float(r["broker_cpu_us_per_request"])  # type: ignore[arg-type]
                 results[mode].append(cpu)
-                print(f"authorizer {mode:3}: {r['requests_per_s']:9.0f} req/s  {cpu:6.1f} us broker CPU/request")
+                print(
+                    f"authorizer {mode:3}: {r['requests_per_s']:9.0f} req/s  {cpu:6.1f} us broker CPU/request"
+                )
     off, on_ = statistics.median(results["off"]), statistics.median(results["on"])
     print(f"median broker CPU per request: off {off:.1f} us, on {on_:.1f} us ({on_ / off:.2f}x)")
 
@@ -130,7 +132,9 @@ def main() -> None:
     for i in range(args.prefixes):
         pattern = ResourcePattern(ResourceType.TOPIC, f"team-{i}-", PatternType.PREFIXED)
         patterns[pattern] = [AclEntry(f"User:team-{i}", "*", Operation.ALL, Permission.ALLOW)]
-    patterns[ResourcePattern(ResourceType.TOPIC, "*")] = [AclEntry("User:ops", "*", Operation.DESCRIBE, Permission.ALLOW)]
+    patterns[ResourcePattern(ResourceType.TOPIC, "*")] = [
+        AclEntry("User:ops", "*", Operation.DESCRIBE, Permission.ALLOW)
+    ]
     started = time.perf_counter()
     authorizer = AclAuthorizer(AuthorizerConfig(frozenset({"User:admin"})), _MemoryZk(patterns))
     authorizer.load()
@@ -140,7 +144,8 @@ def main() -> None:
     allowed = _per_call_us(lambda: authorizer.authorize(app, "10.0.0.1", write, topic, "topic-7"), args.calls)
     refused = _per_call_us(lambda: authorizer.authorize(app, "10.0.0.1", write, topic, "topic-8"), args.calls)
     prefixed = _per_call_us(
-        lambda: authorizer.authorize(KafkaPrincipal("User", "team-3"), "h", write, topic, "team-3-orders"), args.calls
+        lambda: authorizer.authorize(KafkaPrincipal("User", "team-3"), "h", write, topic, "team-3-orders"),
+        args.calls,
     )
     admin = KafkaPrincipal("User", "admin")
     superuser = _per_call_us(lambda: authorizer.authorize(admin, "h", write, topic, "topic-7"), args.calls)

@@ -71,7 +71,9 @@ print(json.dumps(out))
 
 
 def one_round(tree: Path, records: int) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+    )
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(records), json.dumps(SIZES)],
         env=env, cwd="/", capture_output=True, text=True, check=True, timeout=600,
@@ -81,7 +83,9 @@ def one_round(tree: Path, records: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--a", type=Path, required=True)
     parser.add_argument("--b", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=6)
@@ -93,7 +97,9 @@ def main() -> None:
         for name, tree in order:
             figures = one_round(tree.resolve(), args.records)
             runs[name].append(figures)
-            print(f"round {r + 1} {name}: " + "  ".join(f"{k}={v:,.0f}" for k, v in figures.items()), flush=True)
+            print(
+                f"round {r + 1} {name}: " + "  ".join(f"{k}={v:,.0f}" for k, v in figures.items()), flush=True
+            )
     print()
     print(f"{'figure':<24}{'A median':>10}{'B median':>10}{'B/A':>7}  per-round B/A")
     for key in runs["A"][0]:

@@ -41,8 +41,15 @@ def produce(bootstrap: str, n: int, size: int, partitions: int, compression: str
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
         f.result(30)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 256 * 1024,
-                  "compression.type": compression, "queue.buffering.max.messages": 1_000_000})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 256 * 1024,
+            "compression.type": compression,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     value = b"x" * size
     for i in range(n):
         while True:
@@ -55,9 +62,16 @@ def produce(bootstrap: str, n: int, size: int, partitions: int, compression: str
 
 
 def legacy(zk_connect: str, n: int, run: int) -> float:
-    config = ConsumerConfig.from_props({
-        "group.id": f"legacy-{run}", "zookeeper.connect": zk_connect, "auto.offset.reset": "smallest",
-        "auto.commit.enable": "false", "queued.max.message.chunks": "10", "consumer.timeout.ms": "30000"})
+    config = ConsumerConfig.from_props(
+        {
+            "group.id": f"legacy-{run}",
+            "zookeeper.connect": zk_connect,
+            "auto.offset.reset": "smallest",
+            "auto.commit.enable": "false",
+            "queued.max.message.chunks": "10",
+            "consumer.timeout.ms": "30000",
+        }
+    )
     start = time.perf_counter()
     connector = ZookeeperConsumerConnector(config)
     try:
@@ -73,8 +87,14 @@ def kafka_python(bootstrap: str, n: int, run: int) -> float:
     from kafka import KafkaConsumer
 
     start = time.perf_counter()
-    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=f"kp-{run}", auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=30000)
+    consumer = KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=bootstrap,
+        group_id=f"kp-{run}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=30000,
+    )
     try:
         got = 0
         for _ in consumer:
@@ -99,13 +119,19 @@ def main() -> None:
     with kafkapy_cluster_context(1) as cluster:
         produce(cluster.bootstrap_servers, args.records, args.size, args.partitions, args.compression)
         results = {}
-        for name, fn in (("kafkapy legacy consumer", lambda r: legacy(cluster.zookeeper_connect, args.records, r)),
-                         ("kafka-python KafkaConsumer", lambda r: kafka_python(cluster.bootstrap_servers,
-                                                                               args.records, r))):
+        for name, fn in (
+            ("kafkapy legacy consumer", lambda r: legacy(cluster.zookeeper_connect, args.records, r)),
+            (
+                "kafka-python KafkaConsumer",
+                lambda r: kafka_python(cluster.bootstrap_servers, args.records, r),
+            ),
+        ):
             best = min(fn(run) for run in range(args.runs))
             results[name] = best
-        print(f"{args.records} records of {args.size} B, {args.partitions} partitions, "
-              f"compression {args.compression}, best of {args.runs}:")
+        print(
+            f"{args.records} records of {args.size} B, {args.partitions} partitions, "
+            f"compression {args.compression}, best of {args.runs}:"
+        )
         for name, secs in results.items():
             print(f"  {name:28s} {args.records / secs:10,.0f} records/s  ({secs:.2f} s)")
 

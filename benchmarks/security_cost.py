@@ -37,7 +37,15 @@ VALUE = b"x" * 1024
 
 
 def _produce(conf: dict[str, Any], topic: str, n: int) -> float:
-    p = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000})
+    p = Producer(
+        {
+            **conf,
+            "acks": "1",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     start = time.perf_counter()
     for _ in range(n):
         while True:
@@ -51,7 +59,14 @@ def _produce(conf: dict[str, Any], topic: str, n: int) -> float:
 
 
 def _consume(conf: dict[str, Any], topic: str, n: int) -> float:
-    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c = Consumer(
+        {
+            **conf,
+            "group.id": f"g-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe([topic])
     got, start = 0, time.perf_counter()
     while got < n:
@@ -64,7 +79,9 @@ def _consume(conf: dict[str, Any], topic: str, n: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
@@ -94,7 +111,9 @@ def main() -> None:
         "SASL_SSL": {"security.protocol": "SASL_SSL", "ssl.ca.location": str(pki.ca), "sasl.mechanism": "SCRAM-SHA-256",
                      "sasl.username": "bench", "sasl.password": "bench-secret"},
     }  # fmt: skip
-    results: dict[str, dict[str, list[float]]] = {k: {"produce": [], "consume": [], "pcpu": [], "ccpu": []} for k in confs}
+    results: dict[str, dict[str, list[float]]] = {
+        k: {"produce": [], "consume": [], "pcpu": [], "ccpu": []} for k in confs
+    }
     mb = args.records * len(VALUE) / 1e6
     try:
         cluster.start()
@@ -116,7 +135,9 @@ def main() -> None:
         cluster.stop()
     base_p = statistics.median(results["PLAINTEXT"]["produce"])
     base_c = statistics.median(results["PLAINTEXT"]["consume"])
-    print(f"\n{'listener':10} {'produce MB/s':>13} {'cpu s/GB':>9} {'consume MB/s':>13} {'cpu s/GB':>9} {'produce/PT':>11} {'consume/PT':>11}")
+    print(
+        f"\n{'listener':10} {'produce MB/s':>13} {'cpu s/GB':>9} {'consume MB/s':>13} {'cpu s/GB':>9} {'produce/PT':>11} {'consume/PT':>11}"
+    )
     for name, r in results.items():
         p, c = statistics.median(r["produce"]), statistics.median(r["consume"])
         print(f"{name:10} {p:13.1f} {statistics.median(r['pcpu']):9.1f} {c:13.1f} {statistics.median(r['ccpu']):9.1f}"

@@ -243,7 +243,11 @@ class KafkapyCluster:
                     int(c) for c in (zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else [])
                 )
                 controller = _controller_id(zk)
-                if set(wanted) <= set(registered) and controller >= 0 and self._metadata_ready(wanted, controller):
+                if (
+                    set(wanted) <= set(registered)
+                    and controller >= 0
+                    and self._metadata_ready(wanted, controller)
+                ):
                     return
                 if time.monotonic() > deadline:
                     raise TimeoutError(

@@ -75,7 +75,9 @@ def describe_acls(admin: AdminClient, f: AclBindingFilter) -> list[AclBinding]:
     answer = admin.send_to_node(None, ApiKey.DESCRIBE_ACLS, "describeAcls", lambda v: _filter_fields(f))
     raise_for_error(answer.error_code, answer.error_message)
     return [
-        _binding(r.resource_type, r.resource_name, r.pattern_type, a) for r in answer.resources for a in r.acls
+        _binding(r.resource_type, r.resource_name, r.pattern_type, a)
+        for r in answer.resources
+        for a in r.acls
     ]
 
 

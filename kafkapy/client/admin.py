@@ -328,11 +328,17 @@ class AdminClient:
             ]
         return result
 
-    def send_to_node(self, node_id: int | None, api_key: ApiKey, call: str, build: Callable[[int], Any]) -> Any:
+    def send_to_node(
+        self, node_id: int | None, api_key: ApiKey, call: str, build: Callable[[int], Any]
+    ) -> Any:
         """One request to broker `node_id` (None: any broker), e.g. a per-broker config resource,
         which only that broker answers for."""
         self._metadata([], call)
-        address = self._any_broker() if node_id is None else (self._cluster.brokers.get(node_id) if self._cluster else None)
+        address = (
+            self._any_broker()
+            if node_id is None
+            else (self._cluster.brokers.get(node_id) if self._cluster else None)
+        )
         if address is None:
             raise TimeoutException(f"Timed out waiting for a node assignment. Call: {call}")
         return self._send(address, api_key, build)[1]

@@ -34,15 +34,15 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
     if protocol == "PLAINTEXT":
         return PLAINTEXT
     # Kafka's clients verify the broker's host name unless the algorithm is set empty.
-    settings = ListenerSettings(
-        "CLIENT", {"ssl.endpoint.identification.algorithm": "https", **props}, {}
-    )
+    settings = ListenerSettings("CLIENT", {"ssl.endpoint.identification.algorithm": "https", **props}, {})
     context = client_context(settings) if protocol in ("SSL", "SASL_SSL") else None
     if not protocol.startswith("SASL_"):
         return ClientSecurity(protocol, context)
     mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()
     if mechanism not in MECHANISMS:
-        raise ClientConfigError(f"Unsupported SASL mechanism {mechanism} (kafkapy supports {', '.join(sorted(MECHANISMS))})")
+        raise ClientConfigError(
+            f"Unsupported SASL mechanism {mechanism} (kafkapy supports {', '.join(sorted(MECHANISMS))})"
+        )
     text = props.get("sasl.jaas.config")
     if not text:
         raise ClientConfigError("sasl.jaas.config is required for SASL (username and password)")

@@ -58,10 +58,19 @@ def describe_configs(admin: AdminClient, resource_type: int, name: str) -> list[
         raise_for_error(r.error_code, r.error_message)
         for c in r.configs:
             synonyms = tuple(
-                ConfigSynonym(s.name, s.value, SOURCE_NAMES.get(s.source, "UNKNOWN")) for s in (c.synonyms or [])
+                ConfigSynonym(s.name, s.value, SOURCE_NAMES.get(s.source, "UNKNOWN"))
+                for s in (c.synonyms or [])
             )
-            out.append(DescribedConfig(c.name, c.value, SOURCE_NAMES.get(c.config_source, "UNKNOWN"),
-                                       bool(c.is_sensitive), bool(c.read_only), synonyms))
+            out.append(
+                DescribedConfig(
+                    c.name,
+                    c.value,
+                    SOURCE_NAMES.get(c.config_source, "UNKNOWN"),
+                    bool(c.is_sensitive),
+                    bool(c.read_only),
+                    synonyms,
+                )
+            )
     return out
 
 

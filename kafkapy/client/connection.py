@@ -109,7 +109,9 @@ class BrokerConnection:
                     sock = self.security.ssl_context.wrap_socket(sock, server_hostname=self.host)
                 except (OSError, ssl.SSLError) as e:
                     sock.close()
-                    raise ConnectionClosedError(f"TLS handshake with {self.host}:{self.port} failed: {e}") from e
+                    raise ConnectionClosedError(
+                        f"TLS handshake with {self.host}:{self.port} failed: {e}"
+                    ) from e
             self._sock = sock
             if self.security.sasl_mechanism is not None:
                 try:

@@ -157,7 +157,12 @@ class SimpleConsumer:
             raise ValueError("subscribe needs a group_id (use assign() without one)")
         if self._coordinator is None:
             self.assign([])
-            self._coordinator = ConsumerCoordinator(self, self._bootstrap, self.group_id, **self._group_config)  # type: ignore[arg-type]  # the group keys the constructor validated
+            self._coordinator = ConsumerCoordinator(
+                self,
+                self._bootstrap,
+                self.group_id,
+                **self._group_config,  # type: ignore[arg-type]  # the group keys the constructor validated
+            )
         self._coordinator.subscribe(topics, pattern, listener)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -382,7 +387,8 @@ class SimpleConsumer:
         lags = [
             hw - pos
             for tp in fetched
-            if (hw := self.high_watermarks.get(tp)) is not None and (pos := self._positions.get(tp)) is not None
+            if (hw := self.high_watermarks.get(tp)) is not None
+            and (pos := self._positions.get(tp)) is not None
         ]
         if lags:
             m.records_lag.record(max(lags))

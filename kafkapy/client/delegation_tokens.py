@@ -44,7 +44,9 @@ def create_token(
         return {
             "owner_principal_type": kind,
             "owner_principal_name": name,
-            "renewers": [dict(zip(("principal_type", "principal_name"), _split(r), strict=True)) for r in renewers],
+            "renewers": [
+                dict(zip(("principal_type", "principal_name"), _split(r), strict=True)) for r in renewers
+            ],
             "max_lifetime_ms": max_lifetime_ms,
         }
 
@@ -83,7 +85,9 @@ def expire_token(admin: AdminClient, hmac: bytes, expiry_period_ms: int = -1) ->
 def describe_tokens(admin: AdminClient, owners: Sequence[str] | None = None) -> list[TokenDescription]:
     """Kafka's Admin: no owners (None or empty) describes every token the caller may see."""
     wanted = (
-        [dict(zip(("principal_type", "principal_name"), _split(o), strict=True)) for o in owners] if owners else None
+        [dict(zip(("principal_type", "principal_name"), _split(o), strict=True)) for o in owners]
+        if owners
+        else None
     )
     r = admin.send_to_node(
         None, ApiKey.DESCRIBE_DELEGATION_TOKEN, "describeDelegationToken", lambda v: {"owners": wanted}
@@ -98,9 +102,14 @@ def describe_tokens(admin: AdminClient, owners: Sequence[str] | None = None) -> 
         )  # fmt: skip
         out.append(
             TokenDescription(
-                t.token_id, bytes(t.hmac), owner, requester,
+                t.token_id,
+                bytes(t.hmac),
+                owner,
+                requester,
                 tuple(f"{x.principal_type}:{x.principal_name}" for x in t.renewers),
-                t.issue_timestamp, t.expiry_timestamp, t.max_timestamp,
+                t.issue_timestamp,
+                t.expiry_timestamp,
+                t.max_timestamp,
             )  # fmt: skip
         )
     return out

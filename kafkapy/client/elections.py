@@ -22,22 +22,32 @@ def elect_leaders(
         grouped.setdefault(tp.topic, []).append(tp.partition)
     body = {
         "election_type": int(election_type),
-        "topic_partitions": None if partitions is None else [
-            {"topic": t, "partitions": ps} for t, ps in grouped.items()
-        ],
+        "topic_partitions": None
+        if partitions is None
+        else [{"topic": t, "partitions": ps} for t, ps in grouped.items()],
         "timeout_ms": admin.timeout_ms,
     }
+
     def build(version: int) -> dict[str, Any]:
         if version == 0 and election_type is not ElectionType.PREFERRED:
             # v0 has no election type: the broker would run a preferred election instead.
-            raise UnsupportedVersionException("The broker does not support unclean leader election (ElectLeaders v0)")
+            raise UnsupportedVersionException(
+                "The broker does not support unclean leader election (ElectLeaders v0)"
+            )
         return body
 
     answer = admin.controller_call(
-        ApiKey.ELECT_LEADERS, "electLeaders", build,
-        lambda a: [(a.error_code, None)] + [
-            (p.error_code, p.error_message) for t in a.replica_election_results for p in t.partition_result
-        ],
+        ApiKey.ELECT_LEADERS,
+        "electLeaders",
+        build,
+        lambda a: (
+            [(a.error_code, None)]
+            + [
+                (p.error_code, p.error_message)
+                for t in a.replica_election_results
+                for p in t.partition_result
+            ]
+        ),
     )
     raise_for_error(answer.error_code)
     results: dict[TopicPartition, KafkaError | None] = {}

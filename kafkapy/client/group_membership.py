@@ -199,7 +199,12 @@ class GroupMembership:
     ) -> Any:
         try:
             return send_and_receive(
-                self.client, node, api_key, body, timeout=timeout or self.request_timeout, max_version=max_version
+                self.client,
+                node,
+                api_key,
+                body,
+                timeout=timeout or self.request_timeout,
+                max_version=max_version,
             )
         except (NetworkException, TimeoutException) as e:
             self.coordinator_unknown()

@@ -87,7 +87,9 @@ class GroupOffsets:
         }
 
         def call(node: int) -> dict[TopicPartition, int | None]:
-            resp = send_and_receive(self.client, node, ApiKey.OFFSET_FETCH, body, max_version=OFFSET_FETCH_MAX_VERSION)
+            resp = send_and_receive(
+                self.client, node, ApiKey.OFFSET_FETCH, body, max_version=OFFSET_FETCH_MAX_VERSION
+            )
             if resp.error_code in _RETRY:
                 raise _Retry()
             if resp.error_code:

@@ -36,13 +36,18 @@ def _description(result: Any) -> LogDirDescription:
         except KafkaError as e:
             error = e
     replicas = {
-        TopicPartition(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag, p.is_future_key)
-        for t in result.topics for p in t.partitions
+        TopicPartition(t.name, p.partition_index): ReplicaInfo(
+            p.partition_size, p.offset_lag, p.is_future_key
+        )
+        for t in result.topics
+        for p in t.partitions
     }
     return LogDirDescription(error, replicas)
 
 
-def describe_log_dirs(admin: AdminClient, broker_ids: Iterable[int]) -> dict[int, dict[str, LogDirDescription]]:
+def describe_log_dirs(
+    admin: AdminClient, broker_ids: Iterable[int]
+) -> dict[int, dict[str, LogDirDescription]]:
     """{broker: {log dir: description}}; a broker's failure raises (Kafka's allDescriptions)."""
     admin.metadata([], "describeLogDirs")
     result: dict[int, dict[str, LogDirDescription]] = {}
@@ -53,18 +58,25 @@ def describe_log_dirs(admin: AdminClient, broker_ids: Iterable[int]) -> dict[int
     return result
 
 
-def alter_replica_log_dirs(admin: AdminClient,
-                           moves: Mapping[tuple[TopicPartition, int], str]) -> dict[tuple[TopicPartition, int], int]:
+def alter_replica_log_dirs(
+    admin: AdminClient, moves: Mapping[tuple[TopicPartition, int], str]
+) -> dict[tuple[TopicPartition, int], int]:
     """Kafka's Admin.alterReplicaLogDirs: {(partition, broker): dir} -> error code per replica,
     one AlterReplicaLogDirs request per broker."""
     admin.metadata([], "alterReplicaLogDirs")
-    by_broker: dict[int, dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    by_broker: dict[int, dict[str, dict[str, list[int]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for (tp, broker), path in moves.items():
         by_broker[broker][path][tp.topic].append(tp.partition)
     codes: dict[tuple[TopicPartition, int], int] = {}
     for broker, dirs in sorted(by_broker.items()):
-        body = {"dirs": [{"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-                         for path, topics in dirs.items()]}
+        body = {
+            "dirs": [
+                {"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                for path, topics in dirs.items()
+            ]
+        }
         _, answer = admin.send_to_broker(broker, ApiKey.ALTER_REPLICA_LOG_DIRS, lambda v, b=body: b)  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
         for r in answer.results:
             for p in r.partitions:

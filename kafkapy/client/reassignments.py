@@ -32,15 +32,20 @@ def alter_partition_reassignments(
 ) -> dict[TopicPartition, KafkaError | None]:
     """Start (a replica list) or cancel (None) reassignments; each partition's error or None."""
     topics = [
-        {"name": topic, "partitions": [
-            {"partition_index": p, "replicas": _replicas(reassignments[TopicPartition(topic, p)])}
-            for p in partitions
-        ]}
+        {
+            "name": topic,
+            "partitions": [
+                {"partition_index": p, "replicas": _replicas(reassignments[TopicPartition(topic, p)])}
+                for p in partitions
+            ],
+        }
         for topic, partitions in _by_topic(reassignments).items()
     ]
     body = {"timeout_ms": admin.timeout_ms, "topics": topics}
     answer = admin.controller_call(
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS, "alterPartitionReassignments", lambda v: body,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        "alterPartitionReassignments",
+        lambda v: body,
         lambda a: [(a.error_code, a.error_message)],
     )
     raise_for_error(answer.error_code, answer.error_message)
@@ -55,18 +60,23 @@ def list_partition_reassignments(
     admin: AdminClient, partitions: Iterable[TopicPartition] | None = None
 ) -> dict[TopicPartition, PartitionReassignment]:
     """The ongoing reassignments (of `partitions`, or all of them)."""
-    topics = None if partitions is None else [
-        {"name": t, "partition_indexes": ps} for t, ps in _by_topic(partitions).items()
-    ]
+    topics = (
+        None
+        if partitions is None
+        else [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(partitions).items()]
+    )
     body = {"timeout_ms": admin.timeout_ms, "topics": topics}
     answer = admin.controller_call(
-        ApiKey.LIST_PARTITION_REASSIGNMENTS, "listPartitionReassignments", lambda v: body,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        "listPartitionReassignments",
+        lambda v: body,
         lambda a: [(a.error_code, a.error_message)],
     )
     raise_for_error(answer.error_code, answer.error_message)
     return {
         TopicPartition(t.name, p.partition_index): PartitionReassignment(
-            tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+            tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas)
+        )
         for t in answer.topics
         for p in t.partitions
     }

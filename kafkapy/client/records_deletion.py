@@ -46,7 +46,9 @@ def delete_records(admin: AdminClient, offsets: Mapping[TopicPartition, int]) ->
     for tp, offset in offsets.items():
         topic = topics.get(tp.topic)
         if topic is None or topic.error_code:
-            results[tp] = _error(topic.error_code if topic is not None else UnknownTopicOrPartitionException.code)
+            results[tp] = _error(
+                topic.error_code if topic is not None else UnknownTopicOrPartitionException.code
+            )
             continue
         leader = next((p.leader_id for p in topic.partitions if p.partition_index == tp.partition), -1)
         if leader < 0:
@@ -55,7 +57,11 @@ def delete_records(admin: AdminClient, offsets: Mapping[TopicPartition, int]) ->
         by_leader[leader][tp] = offset
     for leader, wanted in by_leader.items():
         try:
-            _, answer = admin.send_to_broker(leader, ApiKey.DELETE_RECORDS, lambda v, w=wanted: _body(w, admin))  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+            _, answer = admin.send_to_broker(
+                leader,
+                ApiKey.DELETE_RECORDS,
+                lambda v, w=wanted: _body(w, admin),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+            )
         except KafkaError as e:
             results.update(dict.fromkeys(wanted, e))
             continue
@@ -70,4 +76,7 @@ def _body(wanted: Mapping[TopicPartition, int], admin: AdminClient) -> dict[str,
     grouped: dict[str, list[dict[str, int]]] = defaultdict(list)
     for tp, offset in sorted(wanted.items()):
         grouped[tp.topic].append({"partition_index": tp.partition, "offset": offset})
-    return {"topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()], "timeout_ms": admin.timeout_ms}
+    return {
+        "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
+        "timeout_ms": admin.timeout_ms,
+    }

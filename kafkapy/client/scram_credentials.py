@@ -37,7 +37,9 @@ class UserScramDescription:
     error: KafkaError | None = None
 
 
-def describe_user_scram_credentials(admin: AdminClient, users: Sequence[str] | None) -> list[UserScramDescription]:
+def describe_user_scram_credentials(
+    admin: AdminClient, users: Sequence[str] | None
+) -> list[UserScramDescription]:
     """The named users (None: every user with a credential)."""
     answer = admin.send_to_node(
         None, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "describeUserScramCredentials",
@@ -60,8 +62,13 @@ def alter_user_scram_credentials(
     def upsertion(u: Upsertion) -> dict[str, object]:
         salt = os.urandom(SALT_BYTES)
         salted = hashlib.pbkdf2_hmac(_HASHES[u.mechanism], u.password.encode(), salt, u.iterations)
-        return {"name": u.user, "mechanism": MECHANISM_TYPES[u.mechanism], "iterations": u.iterations,
-                "salt": salt, "salted_password": salted}
+        return {
+            "name": u.user,
+            "mechanism": MECHANISM_TYPES[u.mechanism],
+            "iterations": u.iterations,
+            "salt": salt,
+            "salted_password": salted,
+        }
 
     answer = admin.send_to_node(
         None, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "alterUserScramCredentials",

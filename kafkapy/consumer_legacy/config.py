@@ -78,25 +78,32 @@ class ConsumerConfig:
 
     def __post_init__(self) -> None:
         if not self.group_id:
-            raise InvalidConfigException("Missing required configuration \"group.id\" which has no default value.")
+            raise InvalidConfigException(
+                'Missing required configuration "group.id" which has no default value.'
+            )
         if not self.zookeeper_connect:
             raise InvalidConfigException(
-                "Missing required configuration \"zookeeper.connect\" which has no default value.")
+                'Missing required configuration "zookeeper.connect" which has no default value.'
+            )
         if self.auto_offset_reset not in (SMALLEST, LARGEST):
             raise InvalidConfigException(
                 f"Wrong value {self.auto_offset_reset} of auto.offset.reset in ConsumerConfig; "
-                f"Valid values are {SMALLEST} and {LARGEST}")
+                f"Valid values are {SMALLEST} and {LARGEST}"
+            )
         if self.partition_assignment_strategy not in (RANGE, ROUNDROBIN):
             raise InvalidConfigException(
                 f"Wrong value {self.partition_assignment_strategy} of partition.assignment.strategy in "
-                "consumer config; Valid values are 'range' and 'roundrobin'")
+                "consumer config; Valid values are 'range' and 'roundrobin'"
+            )
         if self.offsets_storage != "zookeeper":
             raise InvalidConfigException(
                 f"Wrong value {self.offsets_storage} of offsets.storage in consumer config; "
-                "kafkapy's legacy consumer stores offsets in 'zookeeper' only")
+                "kafkapy's legacy consumer stores offsets in 'zookeeper' only"
+            )
         if self.fetch_wait_max_ms > self.socket_timeout_ms:
             raise InvalidConfigException(
-                "socket.timeout.ms should always be at least fetch.wait.max.ms to prevent unnecessary socket timeouts")
+                "socket.timeout.ms should always be at least fetch.wait.max.ms to prevent unnecessary socket timeouts"
+            )
         if self.queued_max_message_chunks < 1:
             raise InvalidConfigException("queued.max.message.chunks must be at least 1")
 

@@ -70,8 +70,11 @@ class ZookeeperConsumerConnector:
     def __init__(self, config: ConsumerConfig, listener: ConsumerRebalanceListener | None = None) -> None:
         self.config = config
         self.group = config.group_id
-        self.consumer_id = (f"{config.group_id}_{config.consumer_id}" if config.consumer_id
-                            else make_consumer_id(config.group_id))
+        self.consumer_id = (
+            f"{config.group_id}_{config.consumer_id}"
+            if config.consumer_id
+            else make_consumer_id(config.group_id)
+        )
         self.listener = listener
         self.checkpointed_offsets: dict[tuple[str, int], int] = {}
         self._shutting_down = threading.Event()
@@ -83,16 +86,20 @@ class ZookeeperConsumerConnector:
         self._shared_queues: list[queue.Queue[FetchedDataChunk]] = []
         self._streams: list[KafkaStream] = []
         log.info("[%s], Connecting to zookeeper instance at %s", self.consumer_id, config.zookeeper_connect)
-        self.zk = KafkaZkClient(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
-                                config.zookeeper_connection_timeout_ms)
+        self.zk = KafkaZkClient(
+            config.zookeeper_connect,
+            config.zookeeper_session_timeout_ms,
+            config.zookeeper_connection_timeout_ms,
+        )
         self.zk.start()
         self.fetcher = ConsumerFetcherManager(self.consumer_id, config, self.zk)
         self.rebalancer = Rebalancer(self)
         self._commit_lock = threading.Lock()
         self._auto_committer: threading.Thread | None = None
         if config.auto_commit_enable:
-            self._auto_committer = threading.Thread(target=self._auto_commit, daemon=True,
-                                                    name=f"{self.consumer_id}-autocommit")
+            self._auto_committer = threading.Thread(
+                target=self._auto_commit, daemon=True, name=f"{self.consumer_id}-autocommit"
+            )
             self._auto_committer.start()
 
     def __enter__(self) -> ZookeeperConsumerConnector:
@@ -110,7 +117,8 @@ class ZookeeperConsumerConnector:
     def set_consumer_rebalance_listener(self, listener: ConsumerRebalanceListener) -> None:
         if self._streams_created:
             raise MessageStreamsExistException(
-                "ZookeeperConsumerConnector can only set consumer rebalance listener before creating streams")
+                "ZookeeperConsumerConnector can only set consumer rebalance listener before creating streams"
+            )
         self.listener = listener
 
     def create_message_streams(self, topic_count_map: dict[str, int]) -> dict[str, list[KafkaStream]]:
@@ -126,7 +134,9 @@ class ZookeeperConsumerConnector:
         self._start(count)
         return result
 
-    def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1) -> list[KafkaStream]:
+    def create_message_streams_by_filter(
+        self, topic_filter: TopicFilter, num_streams: int = 1
+    ) -> list[KafkaStream]:
         """Streams over every topic the Whitelist/Blacklist allows, now and as topics appear."""
         self._claim_streams()
         self._shared_queues = [self._new_queue() for _ in range(num_streams)]
@@ -171,8 +181,11 @@ class ZookeeperConsumerConnector:
         if self._auto_committer is not None:
             self._auto_committer.join(5)
         self.rebalancer.join(5)
-        log.info("[%s], ZKConsumerConnector shutdown completed in %d ms", self.consumer_id,
-                 (time.monotonic() - start) * 1000)
+        log.info(
+            "[%s], ZKConsumerConnector shutdown completed in %d ms",
+            self.consumer_id,
+            (time.monotonic() - start) * 1000,
+        )
 
     # -- used by the rebalancer -------------------------------------------------------------------
 
@@ -201,7 +214,8 @@ class ZookeeperConsumerConnector:
     def _claim_streams(self) -> None:
         if self._streams_created:
             raise MessageStreamsExistException(
-                "ZookeeperConsumerConnector can create message streams at most once")
+                "ZookeeperConsumerConnector can create message streams at most once"
+            )
         self._streams_created = True
 
     def _new_queue(self) -> queue.Queue[FetchedDataChunk]:
@@ -216,9 +230,12 @@ class ZookeeperConsumerConnector:
         self._topic_count = count
         self._register_in_zk(count)
         self.zk.register_state_change_handler(self._on_session_event)
-        self.zk.register_znode_child_change_handler(_OnChildren(ConsumerIdsZNode.path(self.group),
-                                                                self.rebalancer.trigger))
-        self.zk.register_znode_child_change_handler(_OnChildren(BrokerIdsZNode.path(), self.rebalancer.trigger))
+        self.zk.register_znode_child_change_handler(
+            _OnChildren(ConsumerIdsZNode.path(self.group), self.rebalancer.trigger)
+        )
+        self.zk.register_znode_child_change_handler(
+            _OnChildren(BrokerIdsZNode.path(), self.rebalancer.trigger)
+        )
         # The first rebalance runs here, so streams come back with partitions already claimed.
         self.rebalancer.synced_rebalance()
         self.rebalancer.start()
@@ -247,7 +264,9 @@ class ZookeeperConsumerConnector:
         # Runs on the ZooKeeper client's session thread, never on kazoo's event thread.
         if event != NEW_SESSION or self.is_shutting_down or self._topic_count is None:
             return
-        log.info("[%s], ZK expired; release old broker partition ownership; re-register consumer", self.consumer_id)
+        log.info(
+            "[%s], ZK expired; release old broker partition ownership; re-register consumer", self.consumer_id
+        )
         with self.rebalancer.lock:
             self.rebalancer.reset_state()
             self._register_in_zk(self._topic_count)

@@ -53,8 +53,12 @@ class ConsumerFetcherManager:
             self._partition_map = {(i.topic, i.partition): i for i in infos}
             self._no_leader = set(self._partition_map)
         self._stopped = threading.Event()
-        self._leader_finder = threading.Thread(target=self._find_leaders, args=(self._stopped,),
-                                               name=f"{self.consumer_id}-leader-finder-thread", daemon=True)
+        self._leader_finder = threading.Thread(
+            target=self._find_leaders,
+            args=(self._stopped,),
+            name=f"{self.consumer_id}-leader-finder-thread",
+            daemon=True,
+        )
         self._leader_finder.start()
 
     def stop_connections(self) -> None:
@@ -102,8 +106,12 @@ class ConsumerFetcherManager:
                 metadata = self._metadata({t for t, _ in wanted})
                 self._add_fetchers(metadata, wanted, stopped)
             except Exception as e:  # brokers come and go: log, back off, look again
-                log.warning("[%s-leader-finder-thread], Failed to find leader for %s: %s",
-                            self.consumer_id, sorted(wanted), e)
+                log.warning(
+                    "[%s-leader-finder-thread], Failed to find leader for %s: %s",
+                    self.consumer_id,
+                    sorted(wanted),
+                    e,
+                )
                 if self._meta_conn is not None:
                     self._meta_conn.close()
                     self._meta_conn = None
@@ -125,18 +133,25 @@ class ConsumerFetcherManager:
                 continue
             endpoint = broker.endpoint("PLAINTEXT") or broker.endpoints[0]
             try:
-                conn = open_connection(endpoint.host or "localhost", endpoint.port, self.config.effective_client_id,
-                                       self.config.socket_timeout_ms / 1000)
+                conn = open_connection(
+                    endpoint.host or "localhost",
+                    endpoint.port,
+                    self.config.effective_client_id,
+                    self.config.socket_timeout_ms / 1000,
+                )
                 metadata = fetch_metadata(conn, topics)
             except Exception as e:
                 last = e
                 continue
             self._meta_conn = conn
             return metadata
-        raise RuntimeError(f"no broker answered Metadata (brokers in ZooKeeper: {[b.id for b in brokers]})") from last
+        raise RuntimeError(
+            f"no broker answered Metadata (brokers in ZooKeeper: {[b.id for b in brokers]})"
+        ) from last
 
-    def _add_fetchers(self, metadata: ClusterMetadata, wanted: set[TopicAndPartition],
-                      stopped: threading.Event) -> None:
+    def _add_fetchers(
+        self, metadata: ClusterMetadata, wanted: set[TopicAndPartition], stopped: threading.Event
+    ) -> None:
         with self._lock:
             if stopped.is_set():
                 return
@@ -157,13 +172,20 @@ class ConsumerFetcherManager:
                     fetcher = None
                 if fetcher is None or not fetcher.is_alive():
                     fetcher = ConsumerFetcherThread(
-                        f"ConsumerFetcherThread-{self.consumer_id}-{key[1]}-{key[0]}", self.config,
-                        host, port, self)
+                        f"ConsumerFetcherThread-{self.consumer_id}-{key[1]}-{key[0]}",
+                        self.config,
+                        host,
+                        port,
+                        self,
+                    )
                     self._fetchers[key] = fetcher
                     fetcher.start()
                 fetcher.add_partitions(infos)
-                log.info("[%s] Added fetcher for partitions %s", fetcher.name,
-                         sorted((i.topic, i.partition, i.fetched_offset) for i in infos))
+                log.info(
+                    "[%s] Added fetcher for partitions %s",
+                    fetcher.name,
+                    sorted((i.topic, i.partition, i.fetched_offset) for i in infos),
+                )
 
     def _shutdown_idle_fetchers(self) -> None:
         with self._lock:

@@ -31,8 +31,9 @@ TopicAndPartition = tuple[str, int]
 
 
 class ConsumerFetcherThread(threading.Thread):
-    def __init__(self, name: str, config: ConsumerConfig, host: str, port: int,
-                 manager: ConsumerFetcherManager) -> None:
+    def __init__(
+        self, name: str, config: ConsumerConfig, host: str, port: int, manager: ConsumerFetcherManager
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.config = config
         self.host = host
@@ -89,8 +90,9 @@ class ConsumerFetcherThread(threading.Thread):
 
     def _connection(self) -> BrokerConnection:
         if self._conn is None:
-            self._conn = open_connection(self.host, self.port, self.config.effective_client_id,
-                                         self.config.socket_timeout_ms / 1000)
+            self._conn = open_connection(
+                self.host, self.port, self.config.effective_client_id, self.config.socket_timeout_ms / 1000
+            )
         return self._conn
 
     def _fetch_once(self, parts: dict[TopicAndPartition, PartitionTopicInfo]) -> None:
@@ -98,7 +100,11 @@ class ConsumerFetcherThread(threading.Thread):
         unknown = [tp for tp, info in parts.items() if info.fetched_offset < 0]
         if unknown:
             self._reset_offsets(conn, parts, unknown)
-        request = {tp: (info.fetched_offset, info.fetch_size) for tp, info in parts.items() if info.fetched_offset >= 0}
+        request = {
+            tp: (info.fetched_offset, info.fetch_size)
+            for tp, info in parts.items()
+            if info.fetched_offset >= 0
+        }
         if not request:
             return
         response = fetch(conn, request, self.config.fetch_wait_max_ms, self.config.fetch_min_bytes)
@@ -113,7 +119,12 @@ class ConsumerFetcherThread(threading.Thread):
             if data.error_code == OffsetOutOfRangeException.code:
                 out_of_range.append(tp)
             elif data.error_code:
-                log.info("[%s], partition %s: error %d, looking for its leader again", self.name, tp, data.error_code)
+                log.info(
+                    "[%s], partition %s: error %d, looking for its leader again",
+                    self.name,
+                    tp,
+                    data.error_code,
+                )
                 failed.append(tp)
             elif not self._process(info, request[tp][0], data):
                 return  # stopping
@@ -136,9 +147,14 @@ class ConsumerFetcherThread(threading.Thread):
         if next_offset == fetch_offset:
             # Bytes came back but not one whole batch: the next batch is larger than
             # fetch.message.max.bytes (Kafka's MessageSizeTooLargeException on the iterator).
-            log.error("Found a message larger than the maximum fetch size of this consumer on topic %s "
-                      "partition %d at fetch offset %d. Increase the fetch size, or decrease the maximum "
-                      "message size the broker will allow.", info.topic, info.partition, fetch_offset)
+            log.error(
+                "Found a message larger than the maximum fetch size of this consumer on topic %s "
+                "partition %d at fetch offset %d. Increase the fetch size, or decrease the maximum "
+                "message size the broker will allow.",
+                info.topic,
+                info.partition,
+                fetch_offset,
+            )
             self._stopped.wait(self.config.refresh_leader_backoff_ms / 1000)
             return True
         if not info.enqueue(records, fetch_offset, self._stopped):
@@ -147,8 +163,12 @@ class ConsumerFetcherThread(threading.Thread):
             info.fetched_offset = next_offset  # skip past control batches at the end
         return True
 
-    def _reset_offsets(self, conn: BrokerConnection, parts: dict[TopicAndPartition, PartitionTopicInfo],
-                       tps: list[TopicAndPartition]) -> None:
+    def _reset_offsets(
+        self,
+        conn: BrokerConnection,
+        parts: dict[TopicAndPartition, PartitionTopicInfo],
+        tps: list[TopicAndPartition],
+    ) -> None:
         timestamp = EARLIEST_TIMESTAMP if self.config.auto_offset_reset == SMALLEST else LATEST_TIMESTAMP
         answers = list_offsets(conn, tps, timestamp)
         failed = []
@@ -158,8 +178,14 @@ class ConsumerFetcherThread(threading.Thread):
                 failed.append(tp)
                 continue
             info = parts[tp]
-            log.info("[%s], Resetting offset for partition %s from %d to the %s offset %d", self.name, tp,
-                     info.fetched_offset, self.config.auto_offset_reset, offset)
+            log.info(
+                "[%s], Resetting offset for partition %s from %d to the %s offset %d",
+                self.name,
+                tp,
+                info.fetched_offset,
+                self.config.auto_offset_reset,
+                offset,
+            )
             info.reset_offsets(offset)
         if failed:
             self._give_back(failed)

@@ -50,7 +50,9 @@ class ConsumerRebalanceListener:
         """Called with the partitions this consumer owns ({topic: {partition}}) before it lets go
         of them; empty on the first rebalance. Offsets may be committed here."""
 
-    def before_starting_fetchers(self, global_partition_assignment: dict[str, dict[int, ConsumerThreadId]]) -> None:
+    def before_starting_fetchers(
+        self, global_partition_assignment: dict[str, dict[int, ConsumerThreadId]]
+    ) -> None:
         """Called with the whole group's new assignment ({topic: {partition: consumer thread}})
         after the partitions were claimed and before fetching starts."""
 
@@ -61,8 +63,9 @@ class Rebalancer:
         self.topic_registry: TopicRegistry = {}
         self.lock = threading.RLock()  # Kafka's rebalanceLock: rebalance vs. shutdown
         self._triggered = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"{connector.consumer_id}_watcher_executor",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"{connector.consumer_id}_watcher_executor", daemon=True
+        )
         self._watched_topics: set[str] = set()
         self.rebalance_count = 0
 
@@ -117,12 +120,15 @@ class Rebalancer:
                 if done:
                     self.rebalance_count += 1
                     return
-                log.info("Rebalancing attempt failed. Clearing the cache before the next rebalancing operation")
+                log.info(
+                    "Rebalancing attempt failed. Clearing the cache before the next rebalancing operation"
+                )
                 self._close_fetchers()
                 time.sleep(c.config.effective_rebalance_backoff_ms / 1000)
         if not c.is_shutting_down:
             raise ConsumerRebalanceFailedException(
-                f"{c.consumer_id} can't rebalance after {c.config.rebalance_max_retries} retries")
+                f"{c.consumer_id} can't rebalance after {c.config.rebalance_max_retries} retries"
+            )
 
     def _rebalance(self) -> bool:
         c, zk = self.c, self.c.zk
@@ -141,8 +147,9 @@ class Rebalancer:
         for (topic, partition), thread in sorted(mine.items()):
             offset = c.read_committed_offset(topic, partition)
             start = -1 if offset is None else offset  # -1: auto.offset.reset decides
-            info = PartitionTopicInfo(topic, partition, c.queue_for(topic, thread), start, start,
-                                      c.config.fetch_message_max_bytes)
+            info = PartitionTopicInfo(
+                topic, partition, c.queue_for(topic, thread), start, start, c.config.fetch_message_max_bytes
+            )
             registry.setdefault(topic, {})[partition] = info
             c.checkpointed_offsets[(topic, partition)] = start
         if c.is_shutting_down or not self._reflect_ownership(mine):
@@ -156,8 +163,11 @@ class Rebalancer:
                     by_topic.setdefault(topic, {})[partition] = thread
             c.listener.before_starting_fetchers(by_topic)
         infos = [i for ps in registry.values() for i in ps.values()]
-        log.info("Consumer %s selected partitions : %s", c.consumer_id,
-                 ",".join(str(i) for i in sorted(infos, key=lambda i: (i.partition, i.topic))))
+        log.info(
+            "Consumer %s selected partitions : %s",
+            c.consumer_id,
+            ",".join(str(i) for i in sorted(infos, key=lambda i: (i.partition, i.topic))),
+        )
         c.fetcher.start_connections(infos)
         return True
 
@@ -178,7 +188,9 @@ class Rebalancer:
             for topic, ids in threads.items():
                 consumers_for_topic.setdefault(topic, []).extend(ids)
         if mine is None:
-            raise RuntimeError(f"consumer {c.consumer_id} is not registered in {ConsumerIdsZNode.path(c.group)}")
+            raise RuntimeError(
+                f"consumer {c.consumer_id} is not registered in {ConsumerIdsZNode.path(c.group)}"
+            )
         for thread_ids in consumers_for_topic.values():
             thread_ids.sort()
         partitions = zk.get_partitions_for_topics(consumers_for_topic)
@@ -221,7 +233,9 @@ class Rebalancer:
                 if got is not None and got[1].ephemeralOwner == zk.session_id:
                     owned.append((topic, partition))  # our own create, retried after a connection loss
                     continue
-                log.info("waiting for the partition ownership to be deleted: %d for topic %s", partition, topic)
+                log.info(
+                    "waiting for the partition ownership to be deleted: %d for topic %s", partition, topic
+                )
                 failed = True
         if failed:
             for topic, partition in owned:

@@ -39,8 +39,15 @@ class MessageAndMetadata:
 class PartitionTopicInfo:
     """One owned partition: where its chunks go, and its fetched / consumed offsets."""
 
-    def __init__(self, topic: str, partition: int, chunk_queue: queue.Queue[FetchedDataChunk],
-                 consumed_offset: int, fetched_offset: int, fetch_size: int) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        chunk_queue: queue.Queue[FetchedDataChunk],
+        consumed_offset: int,
+        fetched_offset: int,
+        fetch_size: int,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.queue = chunk_queue
@@ -50,8 +57,10 @@ class PartitionTopicInfo:
         self.revoked = False
 
     def __repr__(self) -> str:
-        return (f"{self.topic}:{self.partition}: fetched offset = {self.fetched_offset}: "
-                f"consumed offset = {self.consumed_offset}")
+        return (
+            f"{self.topic}:{self.partition}: fetched offset = {self.fetched_offset}: "
+            f"consumed offset = {self.consumed_offset}"
+        )
 
     def reset_offsets(self, offset: int) -> None:
         """After auto.offset.reset: both offsets jump to `offset`."""
@@ -93,7 +102,9 @@ def clear_queue(q: queue.Queue[FetchedDataChunk]) -> None:
 class KafkaStream:
     """An iterator of MessageAndMetadata over one chunk queue (Kafka's KafkaStream + ConsumerIterator)."""
 
-    def __init__(self, chunk_queue: queue.Queue[FetchedDataChunk], consumer_timeout_ms: int, client_id: str) -> None:
+    def __init__(
+        self, chunk_queue: queue.Queue[FetchedDataChunk], consumer_timeout_ms: int, client_id: str
+    ) -> None:
         self.queue = chunk_queue
         self.consumer_timeout_ms = consumer_timeout_ms
         self.client_id = client_id
@@ -151,7 +162,9 @@ class KafkaStream:
             if rec.offset < info.consumed_offset:
                 continue
             info.consumed_offset = rec.offset + 1
-            return MessageAndMetadata(info.topic, info.partition, rec.offset, rec.key, rec.value, rec.timestamp)
+            return MessageAndMetadata(
+                info.topic, info.partition, rec.offset, rec.key, rec.value, rec.timestamp
+            )
         self._current = None
         return None
 

@@ -42,8 +42,9 @@ class ConsumerThreadId:
         return str(self) < str(other)
 
 
-def make_consumer_id(group: str, host: str | None = None, now_ms: int | None = None,
-                     uuid_msb: int | None = None) -> str:
+def make_consumer_id(
+    group: str, host: str | None = None, now_ms: int | None = None, uuid_msb: int | None = None
+) -> str:
     """Kafka's consumerIdString: `<group>_<host>-<timestamp ms>-<uuid8>`."""
     host = socket.gethostname() if host is None else host
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -52,7 +53,9 @@ def make_consumer_id(group: str, host: str | None = None, now_ms: int | None = N
     return f"{group}_{host}-{now_ms}-{format(msb & 0xFFFFFFFFFFFFFFFF, 'x')[:8]}"
 
 
-def thread_ids_per_topic(consumer_id: str, topic_count_map: Mapping[str, int]) -> dict[str, set[ConsumerThreadId]]:
+def thread_ids_per_topic(
+    consumer_id: str, topic_count_map: Mapping[str, int]
+) -> dict[str, set[ConsumerThreadId]]:
     result: dict[str, set[ConsumerThreadId]] = {}
     for topic, n in topic_count_map.items():
         if n < 1:
@@ -95,8 +98,9 @@ class TopicCount:
     def registration(self, timestamp: int | None = None) -> ConsumerRegistration:
         return ConsumerRegistration(dict(self.topic_count_map), self.pattern, timestamp)
 
-    def thread_ids_per_topic(self, all_topics: Callable[[], Iterable[str]],
-                             exclude_internal_topics: bool = True) -> dict[str, set[ConsumerThreadId]]:
+    def thread_ids_per_topic(
+        self, all_topics: Callable[[], Iterable[str]], exclude_internal_topics: bool = True
+    ) -> dict[str, set[ConsumerThreadId]]:
         """{topic: thread ids}; a wildcard subscription expands over `all_topics()` (the topics in
         /brokers/topics), which is only called for wildcard subscriptions."""
         if self.topic_filter is None:

@@ -61,8 +61,9 @@ def fetch_metadata(conn: BrokerConnection, topics: Iterable[str]) -> ClusterMeta
     return ClusterMetadata(brokers, leaders)
 
 
-def list_offsets(conn: BrokerConnection, partitions: Iterable[TopicAndPartition], timestamp: int
-                 ) -> dict[TopicAndPartition, tuple[int, int]]:
+def list_offsets(
+    conn: BrokerConnection, partitions: Iterable[TopicAndPartition], timestamp: int
+) -> dict[TopicAndPartition, tuple[int, int]]:
     """{(topic, partition): (error code, offset)} for the earliest (-2) or latest (-1) offset."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
@@ -71,21 +72,34 @@ def list_offsets(conn: BrokerConnection, partitions: Iterable[TopicAndPartition]
     body = {
         "replica_id": CONSUMER_REPLICA_ID,
         "isolation_level": READ_UNCOMMITTED,
-        "topics": [{"name": t, "partitions": [{"partition_index": p, "timestamp": timestamp} for p in ps]}
-                   for t, ps in by_topic.items()],
+        "topics": [
+            {"name": t, "partitions": [{"partition_index": p, "timestamp": timestamp} for p in ps]}
+            for t, ps in by_topic.items()
+        ],
     }
     resp = conn.send(ApiKey.LIST_OFFSETS, version, body)
     assert resp is not None
     return {(t.name, p.partition_index): (p.error_code, p.offset) for t in resp.topics for p in t.partitions}
 
 
-def fetch(conn: BrokerConnection, offsets: Mapping[TopicAndPartition, tuple[int, int]], max_wait_ms: int,
-          min_bytes: int, max_bytes: int = 50 * 1024 * 1024) -> dict[TopicAndPartition, PartitionData]:
+def fetch(
+    conn: BrokerConnection,
+    offsets: Mapping[TopicAndPartition, tuple[int, int]],
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int = 50 * 1024 * 1024,
+) -> dict[TopicAndPartition, PartitionData]:
     """One Fetch for {(topic, partition): (fetch offset, partition max bytes)}."""
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, partition), (offset, size) in offsets.items():
         by_topic.setdefault(topic, []).append(
-            {"partition": partition, "fetch_offset": offset, "partition_max_bytes": size, "log_start_offset": -1})
+            {
+                "partition": partition,
+                "fetch_offset": offset,
+                "partition_max_bytes": size,
+                "log_start_offset": -1,
+            }
+        )
     version = conn.pick_version(ApiKey.FETCH, FETCH_VERSIONS)
     body = {
         "replica_id": CONSUMER_REPLICA_ID,
@@ -99,5 +113,8 @@ def fetch(conn: BrokerConnection, offsets: Mapping[TopicAndPartition, tuple[int,
     }
     resp = conn.send(ApiKey.FETCH, version, body)
     assert resp is not None
-    return {(t.topic, p.partition_index): PartitionData(p.error_code, p.high_watermark, p.records)
-            for t in resp.responses for p in t.partitions}
+    return {
+        (t.topic, p.partition_index): PartitionData(p.error_code, p.high_watermark, p.records)
+        for t in resp.responses
+        for p in t.partitions
+    }

@@ -30,7 +30,15 @@ from kafkapy.zk.kafka_zk_client import KafkaZkClient
 from kafkapy.zk.topic_znodes import TopicPartition
 
 DESCRIBE_FORMAT = "%-30s %-30s %-10s %-15s %-15s %-15s %s"
-DESCRIBE_HEADER = DESCRIBE_FORMAT % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER")
+DESCRIBE_HEADER = DESCRIBE_FORMAT % (
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "OWNER",
+)
 NO_TOPICS_MESSAGE = "No topic available for consumer group provided"
 ZK_NOTE = "Note: This will only show information about consumers that use ZooKeeper (not those using the Java consumer API)."
 
@@ -54,8 +62,15 @@ class PartitionRow:
         def show(v: int | None) -> str:
             return "unknown" if v is None else str(v)
 
-        return DESCRIBE_FORMAT % (self.group, self.topic, self.partition, show(self.current_offset),
-                                  show(self.log_end_offset), show(self.lag), self.owner or "none")
+        return DESCRIBE_FORMAT % (
+            self.group,
+            self.topic,
+            self.partition,
+            show(self.current_offset),
+            show(self.log_end_offset),
+            show(self.lag),
+            self.owner or "none",
+        )
 
 
 class LogEndOffsets(Protocol):
@@ -66,7 +81,9 @@ class LeaderLogEndOffsets:
     """Log end offsets asked of each partition's leader (found in its ZooKeeper state), as
     Kafka's ZK mode did with a SimpleConsumer per leader."""
 
-    def __init__(self, zk: KafkaZkClient, client_id: str = "ConsumerGroupCommand", timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, zk: KafkaZkClient, client_id: str = "ConsumerGroupCommand", timeout_s: float = 10.0
+    ) -> None:
         self.zk = zk
         self.client_id = client_id
         self.timeout_s = timeout_s
@@ -83,7 +100,9 @@ class LeaderLogEndOffsets:
                 continue
             endpoint = broker.endpoint("PLAINTEXT") or broker.endpoints[0]
             try:
-                with open_connection(endpoint.host or "localhost", endpoint.port, self.client_id, self.timeout_s) as conn:
+                with open_connection(
+                    endpoint.host or "localhost", endpoint.port, self.client_id, self.timeout_s
+                ) as conn:
                     answers = list_offsets(conn, tps, LATEST_TIMESTAMP)
             except Exception:
                 continue  # that leader is unreachable: its partitions show "unknown"
@@ -121,8 +140,16 @@ def describe_group(zk: KafkaZkClient, group: str, client: LogEndOffsets | None =
         got = zk.get_data(ConsumerOffsetZNode.path(group, tp.topic, tp.partition))
         offset = ConsumerOffsetZNode.decode(got[0]) if got is not None else None
         owner = zk.get_data(ConsumerOwnerZNode.path(group, tp.topic, tp.partition))
-        rows.append(PartitionRow(group, tp.topic, tp.partition, offset, ends.get(tp),
-                                 ConsumerOwnerZNode.decode(owner[0]) if owner is not None else None))
+        rows.append(
+            PartitionRow(
+                group,
+                tp.topic,
+                tp.partition,
+                offset,
+                ends.get(tp),
+                ConsumerOwnerZNode.decode(owner[0]) if owner is not None else None,
+            )
+        )
     return rows
 
 
@@ -145,6 +172,10 @@ def delete_group(zk: KafkaZkClient, group: str) -> DeleteResult:
     if not zk.path_exists(ConsumerIdsZNode.path(group)) and not group_exists(zk, group):
         return DeleteResult(group, False, f"Delete for group {group} failed because group does not exist.")
     if active_members(zk, group):
-        return DeleteResult(group, False, f"Delete for group {group} failed because its consumers are still active.")
+        return DeleteResult(
+            group, False, f"Delete for group {group} failed because its consumers are still active."
+        )
     zk.delete_recursive(ConsumerGroupZNode.path(group))
-    return DeleteResult(group, True, f"Deleted all consumer group information for group {group} in zookeeper.")
+    return DeleteResult(
+        group, True, f"Deleted all consumer group information for group {group} in zookeeper."
+    )

@@ -72,13 +72,21 @@ class ProducerBatch(RecordBatchBuilder):
             self.max_records is not None and self.count >= self.max_records
         )
 
-    def close(self, compression: int, producer_id: int, producer_epoch: int, transactional: bool = False) -> None:
+    def close(
+        self, compression: int, producer_id: int, producer_epoch: int, transactional: bool = False
+    ) -> None:
         """Fill in the header (compressing the records first); called each time the batch is
         drained, so a retry carries the same sequence number and bytes."""
         if self.closed_size:
             return
         self.build(
-            compression, 0, NO_PARTITION_LEADER_EPOCH, producer_id, producer_epoch, self.base_sequence, transactional
+            compression,
+            0,
+            NO_PARTITION_LEADER_EPOCH,
+            producer_id,
+            producer_epoch,
+            self.base_sequence,
+            transactional,
         )
         self.closed_size = len(self.buf)
 

@@ -117,7 +117,9 @@ class KafkaProducer:
         if not topic:
             raise InvalidTopicException("Topic name must not be empty")
         if self._txn is not None and not self._txn.is_in_transaction():
-            raise KafkaTransactionStateError("Cannot send a record outside a transaction (begin_transaction first)")
+            raise KafkaTransactionStateError(
+                "Cannot send a record outside a transaction (begin_transaction first)"
+            )
         c = self.config
         key_bytes = c.key_serializer(key) if c.key_serializer else _to_bytes(key)
         value_bytes = c.value_serializer(value) if c.value_serializer else _to_bytes(value)

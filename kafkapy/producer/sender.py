@@ -178,7 +178,10 @@ class Sender(threading.Thread):
             batch.base_sequence = seq
             self._next_sequence[batch.tp] = increment_sequence(seq, batch.count)
         batch.close(
-            self.config.compression_type, self.producer_id, self.producer_epoch, self.transaction_manager is not None
+            self.config.compression_type,
+            self.producer_id,
+            self.producer_epoch,
+            self.transaction_manager is not None,
         )
 
     def _send_produce(self, node: int, batches: list[ProducerBatch]) -> None:

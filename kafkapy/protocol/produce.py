@@ -295,9 +295,15 @@ def _write_body(
             _write_count(out, len(partitions) + 1)
         else:
             out += prim.INT32.pack(len(partitions))
-        for index, error_code, base_offset, log_append_time_ms, log_start_offset, record_errors, message in (
-            partitions
-        ):
+        for (
+            index,
+            error_code,
+            base_offset,
+            log_append_time_ms,
+            log_start_offset,
+            record_errors,
+            message,
+        ) in partitions:
             if version >= 5:
                 out += fixed(index, error_code, base_offset, log_append_time_ms, log_start_offset)
             else:

@@ -172,7 +172,9 @@ DATA_SPECS: Final = ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment
 @functools.cache
 def data_spec(name: str) -> Spec:
     """One of DATA_SPECS, from kafka-python's package data."""
-    return parse_spec(importlib.resources.files(_KAFKA_PYTHON_SPECS).joinpath(f"{name}.json").read_text("utf-8"))
+    return parse_spec(
+        importlib.resources.files(_KAFKA_PYTHON_SPECS).joinpath(f"{name}.json").read_text("utf-8")
+    )
 
 
 def get_spec(api_key: int, kind: str) -> Spec | None:

@@ -51,7 +51,9 @@ OTHER_CONFIGS = frozenset({
     "num.io.threads", "num.network.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
     "background.threads", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
 })  # fmt: skip
-RECONFIGURABLE = frozenset(n for n in LOG_CONFIGS | OTHER_CONFIGS if n in BROKER_CONFIG.keys) | set(QUOTA_CONFIGS)
+RECONFIGURABLE = frozenset(n for n in LOG_CONFIGS | OTHER_CONFIGS if n in BROKER_CONFIG.keys) | set(
+    QUOTA_CONFIGS
+)
 
 Listener = Callable[[frozenset[str]], None]
 

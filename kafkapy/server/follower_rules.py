@@ -76,7 +76,11 @@ def epoch_request(replica_id: int, queries: Mapping[TopicPartition, EpochQuery])
     topics: dict[str, list[dict[str, int]]] = {}
     for tp, q in queries.items():
         topics.setdefault(tp.topic, []).append(
-            {"partition": tp.partition, "current_leader_epoch": q.current_leader_epoch, "leader_epoch": q.leader_epoch}
+            {
+                "partition": tp.partition,
+                "current_leader_epoch": q.current_leader_epoch,
+                "leader_epoch": q.leader_epoch,
+            }
         )
     return {"replica_id": replica_id, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
 

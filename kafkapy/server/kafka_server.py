@@ -151,7 +151,11 @@ class KafkaServer:
         )  # fmt: skip
         # Only the dirs that could be created and locked: a failed one is offline from the start.
         await loop.run_in_executor(
-            None, check_and_write_meta_properties, self.log_manager.live_log_dirs, self.broker_id, self.cluster_id,  # type: ignore[arg-type]  # set just above
+            None,
+            check_and_write_meta_properties,  # type: ignore[arg-type]  # set just above
+            self.log_manager.live_log_dirs,
+            self.broker_id,
+            self.cluster_id,
         )
         if not self.log_manager.had_clean_shutdown():
             self.state = BrokerState.RecoveringFromUncleanShutdown
@@ -161,9 +165,15 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.broker_id)
         self.producer_id_manager = ProducerIdManager(self.broker_id, zk)
         self.quotas = ReplicationQuotas.create(self.config, self.dynamic_broker_config)
-        self.client_quotas = _client_quotas(self.config)  # produce/fetch/request quotas, filled from ZooKeeper below
+        self.client_quotas = _client_quotas(
+            self.config
+        )  # produce/fetch/request quotas, filled from ZooKeeper below
         self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, self._log_config_for, self.config, lambda: self.zk.client,
+            self.broker_id,
+            self.log_manager,
+            self._log_config_for,
+            self.config,
+            lambda: self.zk.client,
             leader_quota=self.quotas.leader,
             fetcher_connect=self._inter_broker_connect,
             topic_stats=self.metrics.topics,
@@ -215,7 +225,9 @@ class KafkaServer:
         self.replica_manager.startup()  # isr-expiration and isr-change-propagation
 
         self.dynamic_config_manager = DynamicConfigManager(
-            zk, self._apply_topic_config, lambda name: self.dynamic_broker_config.reload(self.zk.client, name),
+            zk,
+            self._apply_topic_config,
+            lambda name: self.dynamic_broker_config.reload(self.zk.client, name),
             lambda path: self.client_quotas.update_entity(self.zk.client, path),
         )
         await loop.run_in_executor(None, self.dynamic_config_manager.startup)
@@ -231,7 +243,10 @@ class KafkaServer:
 
         security = self._inter_broker_security
         self.controller = KafkaController(
-            self.config, zk, self.registration.broker_info, self.registration.broker_epoch,
+            self.config,
+            zk,
+            self.registration.broker_info,
+            self.registration.broker_epoch,
             connection_factory=lambda host, port, client_id, timeout: default_connection_factory(
                 host, port, client_id, timeout, security
             ),
@@ -285,7 +300,11 @@ class KafkaServer:
 
         return {
             ep.listener_name: listener_security(
-                self.config, ep.listener_name, ep.security_protocol, self._scram_credential, self._token_credential
+                self.config,
+                ep.listener_name,
+                ep.security_protocol,
+                self._scram_credential,
+                self._token_credential,
             )
             for ep in self.config.listener_endpoints()
             if ep.security_protocol != "PLAINTEXT"
@@ -494,5 +513,7 @@ def _client_quotas(config: Any) -> ClientQuotas:
     """The produce, fetch and request quota managers from quota.* (Kafka's QuotaFactory)."""
     window = QuotaWindow(int(config.get("quota.window.num")), float(config.get("quota.window.size.seconds")))
     return ClientQuotas(
-        QuotaSettings(window, float(config.get("quota.producer.default")), float(config.get("quota.consumer.default")))
+        QuotaSettings(
+            window, float(config.get("quota.producer.default")), float(config.get("quota.consumer.default"))
+        )
     )

@@ -48,5 +48,8 @@ class LogDirFailureHandler(threading.Thread):
             try:
                 asyncio.run_coroutine_threadsafe(self._handle(log_dir), self._loop).result(HANDLING_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - the next failed dir must still be handled
-                log.exception("[ReplicaManager broker=%d] Error while handling the failure of log dir %s",
-                              self._broker_id, log_dir)
+                log.exception(
+                    "[ReplicaManager broker=%d] Error while handling the failure of log dir %s",
+                    self._broker_id,
+                    log_dir,
+                )

@@ -51,7 +51,7 @@ def _read_round(current: Log, start: int) -> bytes:
     # baseOffset i64 | batchLength i32, the batch being 12 + batchLength bytes.
     end = 0
     while end + 12 <= len(data):
-        size = 12 + int.from_bytes(data[end + 8:end + 12], "big")
+        size = 12 + int.from_bytes(data[end + 8 : end + 12], "big")
         if end + size > len(data):
             break
         end += size
@@ -87,8 +87,11 @@ def _truncate_to_current(current: Log, future: Log) -> None:
             end = current.log_start_offset if found is None else min(end, found.offset)
         current.truncated_to = None  # what happened before now is covered by this cut
     if end < future.log_end_offset:
-        log.info("[ReplicaAlterLogDirsThread] Truncating the future log of %s to %d to match the current log",
-                 future.name, end)
+        log.info(
+            "[ReplicaAlterLogDirsThread] Truncating the future log of %s to %d to match the current log",
+            future.name,
+            end,
+        )
         if end <= future.log_start_offset:
             future.truncate_fully_and_start_at(max(end, current.log_start_offset))
         else:
@@ -119,9 +122,12 @@ def _adopt(current: Log, future: Log, final_dir: str) -> tuple[str, list[LogSegm
     future.leader_epoch_cache.flush()
     future.rename_dir(final_dir)
     future.leader_epoch_cache.checkpoint.path = os.path.join(
-        final_dir, os.path.basename(future.leader_epoch_cache.checkpoint.path))
+        final_dir, os.path.basename(future.leader_epoch_cache.checkpoint.path)
+    )
     old_dir, old_segments = current.dir, list(current._segments.values())
-    doomed = os.path.join(os.path.dirname(old_dir), f"{os.path.basename(old_dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+    doomed = os.path.join(
+        os.path.dirname(old_dir), f"{os.path.basename(old_dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    )
     os.rename(old_dir, doomed)
     current.dir = future.dir
     current._segments = future._segments
@@ -136,10 +142,17 @@ def _adopt(current: Log, future: Log, final_dir: str) -> tuple[str, list[LogSegm
 class LogDirMover(threading.Thread):
     """Copies `current` into `future` until caught up, then swaps them."""
 
-    def __init__(self, tp: TopicPartition, current: Log, future: Log, final_dir: str,
-                 is_current: Callable[[], bool], on_done: Callable[[LogDirMover, bool], None],
-                 delete_delay_s: float,
-                 quota: Callable[[], ReplicationQuotaManager | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        current: Log,
+        future: Log,
+        final_dir: str,
+        is_current: Callable[[], bool],
+        on_done: Callable[[LogDirMover, bool], None],
+        delete_delay_s: float,
+        quota: Callable[[], ReplicationQuotaManager | None] = lambda: None,
+    ) -> None:
         super().__init__(name=f"ReplicaAlterLogDirsThread-{tp}", daemon=True)
         self.tp = tp
         self.current = current
@@ -163,16 +176,24 @@ class LogDirMover(threading.Thread):
         try:
             swapped = self._move()
         except Exception:  # noqa: BLE001 - a failed move leaves the current log as it was
-            log.exception("[ReplicaAlterLogDirsThread] Moving %s to %s failed; the replica stays in %s",
-                          self.tp, self.destination, os.path.dirname(self.current.dir))
+            log.exception(
+                "[ReplicaAlterLogDirsThread] Moving %s to %s failed; the replica stays in %s",
+                self.tp,
+                self.destination,
+                os.path.dirname(self.current.dir),
+            )
         if not swapped:
             channel = self.future.failure_channel
             if channel is not None and channel.has_offline_log_dir(self.destination):
                 self.future.close_handlers()  # a failed dir is left as it is, like its other logs
             elif self._keep_future and self._is_current():
                 self.future.close()
-                log.info("[ReplicaAlterLogDirsThread] Stopped moving %s at offset %d; the move resumes at the "
-                         "next start", self.tp, self.future.log_end_offset)
+                log.info(
+                    "[ReplicaAlterLogDirsThread] Stopped moving %s at offset %d; the move resumes at the "
+                    "next start",
+                    self.tp,
+                    self.future.log_end_offset,
+                )
             else:
                 try:
                     self.future.close()
@@ -181,8 +202,12 @@ class LogDirMover(threading.Thread):
         self._on_done(self, swapped)
 
     def _move(self) -> bool:
-        log.info("[ReplicaAlterLogDirsThread] Moving %s from %s to %s", self.tp,
-                 os.path.dirname(self.current.dir), self.destination)
+        log.info(
+            "[ReplicaAlterLogDirsThread] Moving %s from %s to %s",
+            self.tp,
+            os.path.dirname(self.current.dir),
+            self.destination,
+        )
         _truncate_to_current(self.current, self.future)
         while not self._stopping.is_set():
             if not self._is_current():
@@ -196,20 +221,29 @@ class LogDirMover(threading.Thread):
             if _copy_round(self.current, self.future, quota):
                 with self.current._lock:
                     # Appends wait here: finish the copy and swap with nothing arriving.
-                    while (self.future.log_end_offset < self.current.log_end_offset
-                           or self.current.truncated_to is not None):
+                    while (
+                        self.future.log_end_offset < self.current.log_end_offset
+                        or self.current.truncated_to is not None
+                    ):
                         before = self.future.log_end_offset
                         _copy_round(self.current, self.future)
-                        if self.future.log_end_offset == before and self.current.truncated_to is None \
-                                and before < self.current.log_end_offset:
+                        if (
+                            self.future.log_end_offset == before
+                            and self.current.truncated_to is None
+                            and before < self.current.log_end_offset
+                        ):
                             raise RuntimeError(f"no progress copying {self.tp} at offset {before}")
                     if not self._is_current():
                         return False
                     with self.future._lock:
                         doomed, retired = _adopt(self.current, self.future, self.final_dir)
                 self._schedule_delete(doomed, retired)
-                log.info("[ReplicaAlterLogDirsThread] The current replica of %s is now in %s, log end offset %d",
-                         self.tp, self.destination, self.current.log_end_offset)
+                log.info(
+                    "[ReplicaAlterLogDirsThread] The current replica of %s is now in %s, log end offset %d",
+                    self.tp,
+                    self.destination,
+                    self.current.log_end_offset,
+                )
                 return True
         return False
 
@@ -263,9 +297,16 @@ class LogDirMoves:
         future.failure_channel = current.failure_channel
         if current.log_start_offset > 0:
             future.truncate_fully_and_start_at(current.log_start_offset)
-        mover = LogDirMover(tp, current, future, os.path.join(destination, str(tp)),
-                            lambda: self._logs.get_log(tp) is current, self._finished,
-                            current.config.file_delete_delay_ms / 1000, lambda: self.quota)
+        mover = LogDirMover(
+            tp,
+            current,
+            future,
+            os.path.join(destination, str(tp)),
+            lambda: self._logs.get_log(tp) is current,
+            self._finished,
+            current.config.file_delete_delay_ms / 1000,
+            lambda: self.quota,
+        )
         with self._lock:
             self._moves[tp] = mover
         mover.start()
@@ -274,8 +315,9 @@ class LogDirMoves:
         """A log dir failed: stop the moves into or out of it (their future logs are abandoned);
         returns the partitions whose future log was there."""
         with self._lock:
-            movers = [m for m in self._moves.values()
-                      if log_dir in (m.destination, os.path.dirname(m.current.dir))]
+            movers = [
+                m for m in self._moves.values() if log_dir in (m.destination, os.path.dirname(m.current.dir))
+            ]
         for mover in movers:
             mover.shutdown()
         for mover in movers:
@@ -288,16 +330,27 @@ class LogDirMoves:
         with self._lock:
             running = tp in self._moves  # a new AlterReplicaLogDirs came first: it wins
             if not running:
-                mover = LogDirMover(tp, current, future, os.path.join(destination, str(tp)),
-                                    lambda: self._logs.get_log(tp) is current, self._finished,
-                                    current.config.file_delete_delay_ms / 1000, lambda: self.quota)
+                mover = LogDirMover(
+                    tp,
+                    current,
+                    future,
+                    os.path.join(destination, str(tp)),
+                    lambda: self._logs.get_log(tp) is current,
+                    self._finished,
+                    current.config.file_delete_delay_ms / 1000,
+                    lambda: self.quota,
+                )
                 self._moves[tp] = mover
         if running:
             future.close()
             shutil.rmtree(future.dir, ignore_errors=True)
             return
-        log.info("[ReplicaAlterLogDirsThread] Resuming the move of %s to %s from offset %d", tp, destination,
-                 future.log_end_offset)
+        log.info(
+            "[ReplicaAlterLogDirsThread] Resuming the move of %s to %s from offset %d",
+            tp,
+            destination,
+            future.log_end_offset,
+        )
         mover.start()
 
     def _finished(self, mover: LogDirMover, swapped: bool) -> None:

@@ -223,7 +223,9 @@ class Partition:
 
     # -- leader side ----------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: Any, required_acks: int, from_coordinator: bool = False) -> Any:
+    def append_records_to_leader(
+        self, records: Any, required_acks: int, from_coordinator: bool = False
+    ) -> Any:
         if not self.is_leader:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {self.tp} on broker {self.local_broker_id}"

@@ -270,7 +270,9 @@ class ReplicaFetcherThread(threading.Thread):
         log.info("%s Truncating partition %s to local high watermark %d", self, tp, hw)
         self._truncate(tp, state, OffsetTruncationState(hw, True))
 
-    def _truncate(self, tp: TopicPartition, state: PartitionFetchState, truncation: OffsetTruncationState) -> None:
+    def _truncate(
+        self, tp: TopicPartition, state: PartitionFetchState, truncation: OffsetTruncationState
+    ) -> None:
         try:
             state.log.truncate_to(truncation.offset)
         except Exception:
@@ -298,7 +300,9 @@ class ReplicaFetcherThread(threading.Thread):
         except (KafkaError, OSError) as e:
             if self._stopping.is_set():
                 return
-            log.warning("%s Error sending OffsetsForLeaderEpoch request to broker %s: %s", self, self.leader, e)
+            log.warning(
+                "%s Error sending OffsetsForLeaderEpoch request to broker %s: %s", self, self.leader, e
+            )
             self._conn.close()
             with self._lock:
                 self._delay(queries)

@@ -158,7 +158,11 @@ class ReplicaManager:
             int(config.num_replica_fetchers) if config is not None else 1,
             # The followers' connections to leaders: BrokerConnection with the inter-broker
             # listener's TLS/SASL settings when the broker gives them.
-            **({"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)} if fetcher_connect else {}),  # type: ignore[arg-type]  # the keyword is thread_factory
+            **(
+                {"thread_factory": partial(ReplicaFetcherThread, connect=fetcher_connect)}  # type: ignore[arg-type]  # the keyword is thread_factory
+                if fetcher_connect
+                else {}
+            ),
         )
         self.isr_manager = IsrManager(
             broker_id,
@@ -333,7 +337,9 @@ class ReplicaManager:
             self.topic_stats.remove_topic(topic)
         return StopReplicaResponse(error_code=0, partition_errors=out)
 
-    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> Partition:
+    def leader_partition(
+        self, tp: TopicPartition, current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+    ) -> Partition:
         """The partition if this broker leads it in the request's leader epoch (KIP-320).
 
         Partition.local_log_with_epoch inlined: the fetch path runs this for every partition,
@@ -357,7 +363,9 @@ class ReplicaManager:
 
     def _gone_code(self, tp: TopicPartition) -> int:
         """A waiting request's answer for a partition no longer hosted here."""
-        return KafkaStorageException.code if tp in self.offline_partitions else NotLeaderOrFollowerException.code
+        return (
+            KafkaStorageException.code if tp in self.offline_partitions else NotLeaderOrFollowerException.code
+        )
 
     def last_offset_for_leader_epoch(
         self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool
@@ -378,7 +386,11 @@ class ReplicaManager:
     # -- produce --------------------------------------------------------------------------------
 
     def append_records(
-        self, required_acks: int, entries: Iterable[tuple[TopicPartition, Any]], *, from_coordinator: bool = False
+        self,
+        required_acks: int,
+        entries: Iterable[tuple[TopicPartition, Any]],
+        *,
+        from_coordinator: bool = False,
     ) -> dict[TopicPartition, ProduceResult]:
         """Append to the leaders; the caller waits in purgatory for acks=all (`await_isr`).
 
@@ -503,7 +515,10 @@ class ReplicaManager:
                 info = the_log.read(offset, min(part_max, max(remaining, 0)), max_offset, min_one)
                 if isolation_level == READ_COMMITTED and replica_id < 0:
                     res.aborted_transactions = (
-                        [(t.producer_id, t.first_offset) for t in the_log.collect_aborted_transactions(offset, lso)]
+                        [
+                            (t.producer_id, t.first_offset)
+                            for t in the_log.collect_aborted_transactions(offset, lso)
+                        ]
                         if info.records
                         else []
                     )
@@ -513,7 +528,11 @@ class ReplicaManager:
                     self._update_follower(partition, replica_id, offset)
                 res.records = list(info.records)
                 res.size = sum(r.length for r in res.records)
-                if quota is not None and quota.is_throttled(tp) and self._leader_throttle(quota, partition, replica_id, res):
+                if (
+                    quota is not None
+                    and quota.is_throttled(tp)
+                    and self._leader_throttle(quota, partition, replica_id, res)
+                ):
                     continue
                 if res.size:
                     min_one = False
@@ -527,11 +546,19 @@ class ReplicaManager:
 
     def _throttled_now(self, tp: TopicPartition, partition: Partition, replica_id: int) -> bool:
         quota = self.leader_quota
-        return (replica_id >= 0 and quota is not None and quota.any_throttled and quota.is_throttled(tp)
-                and replica_id not in partition.isr and quota.is_quota_exceeded())
+        return (
+            replica_id >= 0
+            and quota is not None
+            and quota.any_throttled
+            and quota.is_throttled(tp)
+            and replica_id not in partition.isr
+            and quota.is_quota_exceeded()
+        )
 
     @staticmethod
-    def _leader_throttle(quota: ReplicationQuotaManager, partition: Partition, replica_id: int, res: FetchResult) -> bool:
+    def _leader_throttle(
+        quota: ReplicationQuotaManager, partition: Partition, replica_id: int, res: FetchResult
+    ) -> bool:
         """Kafka's shouldLeaderThrottle: a throttled replica outside the ISR gets nothing while the
         leader's quota is exceeded; what it does get counts against the quota."""
         if replica_id not in partition.isr and quota.is_quota_exceeded():
@@ -556,7 +583,10 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
             return -1
-        if current_leader_epoch != partition.leader_epoch and current_leader_epoch != NO_PARTITION_LEADER_EPOCH:
+        if (
+            current_leader_epoch != partition.leader_epoch
+            and current_leader_epoch != NO_PARTITION_LEADER_EPOCH
+        ):
             return -1
         the_log = partition.log
         if replica_id >= 0:
@@ -587,7 +617,12 @@ class ReplicaManager:
         for tp, start in starts.items():
             partition = self.partitions.get(tp)
             remote = partition.remote_replicas.get(replica_id) if partition is not None else None
-            if remote is not None and partition is not None and partition.is_leader and remote.log_start_offset != start:
+            if (
+                remote is not None
+                and partition is not None
+                and partition.is_leader
+                and remote.log_start_offset != start
+            ):
                 remote.log_start_offset = start
                 self.delete_records_purgatory.check_and_complete(tp)
 
@@ -616,8 +651,11 @@ class ReplicaManager:
             return
         log.warning("Stopping serving replicas in dir %s", log_dir)
         offline = sorted(tp for tp, p in self.partitions.items() if _parent(p.log.dir) == log_dir)
-        moving = sorted(tp for tp, future in self.log_manager.moves.future_logs().items()
-                        if _parent(future.dir) == log_dir)
+        moving = sorted(
+            tp
+            for tp, future in self.log_manager.moves.future_logs().items()
+            if _parent(future.dir) == log_dir
+        )
         self.fetcher_manager.remove_fetcher_for_partitions(offline)
         for tp in offline:
             del self.partitions[tp]
@@ -646,7 +684,8 @@ class ReplicaManager:
         channel = getattr(self.log_manager, "failure_channel", None)
         if channel is not None:
             self._failure_handler = LogDirFailureHandler(
-                self.broker_id, channel, self.handle_log_dir_failure, asyncio.get_running_loop())
+                self.broker_id, channel, self.handle_log_dir_failure, asyncio.get_running_loop()
+            )
             self._failure_handler.start()
 
     async def shutdown(self) -> None:

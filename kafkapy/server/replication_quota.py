@@ -168,7 +168,9 @@ class ReplicationQuotas:
             int(config.get("replication.quota.window.num")),
             float(config.get("replication.quota.window.size.seconds")),
         )
-        quotas = cls(ReplicationQuotaManager(window), ReplicationQuotaManager(window), ReplicationQuotaManager(window))
+        quotas = cls(
+            ReplicationQuotaManager(window), ReplicationQuotaManager(window), ReplicationQuotaManager(window)
+        )
         quotas.update_rates(dynamic)
         return quotas
 

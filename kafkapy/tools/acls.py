@@ -144,8 +144,9 @@ class ZkStore:
         connect = properties.get("zookeeper.connect")
         if not connect:
             raise UsageError("--authorizer-properties must set zookeeper.connect")
-        self.zk = KafkaZkClient(connect, int(properties.get("zookeeper.session.timeout.ms", "18000")), 18000,
-                                 **tool_zk_security())
+        self.zk = KafkaZkClient(
+            connect, int(properties.get("zookeeper.session.timeout.ms", "18000")), 18000, **tool_zk_security()
+        )
         self.zk.start()
         self.authorizer = AclAuthorizer(AuthorizerConfig(), self.zk)
         self.authorizer.load()
@@ -201,9 +202,15 @@ class Options:
         if ResourceType.CLUSTER in wanted and self.cluster:
             out.append(ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL))
         if ResourceType.TRANSACTIONAL_ID in wanted:
-            out += [ResourcePattern(ResourceType.TRANSACTIONAL_ID, t, pattern_type) for t in self.transactional_ids]
+            out += [
+                ResourcePattern(ResourceType.TRANSACTIONAL_ID, t, pattern_type)
+                for t in self.transactional_ids
+            ]
         if ResourceType.DELEGATION_TOKEN in wanted:
-            out += [ResourcePattern(ResourceType.DELEGATION_TOKEN, t, pattern_type) for t in self.delegation_tokens]
+            out += [
+                ResourcePattern(ResourceType.DELEGATION_TOKEN, t, pattern_type)
+                for t in self.delegation_tokens
+            ]
         return out
 
     def filters(self) -> list[AclBindingFilter]:
@@ -222,9 +229,17 @@ class Options:
         allow_hosts = self.allow_hosts or (("*",) if self.allow_principals else ())
         deny_hosts = self.deny_hosts or (("*",) if self.deny_principals else ())
         out = [
-            AclEntry(p, h, op, Permission.ALLOW) for p in self.allow_principals for h in allow_hosts for op in ops
+            AclEntry(p, h, op, Permission.ALLOW)
+            for p in self.allow_principals
+            for h in allow_hosts
+            for op in ops
         ]
-        out += [AclEntry(p, h, op, Permission.DENY) for p in self.deny_principals for h in deny_hosts for op in ops]
+        out += [
+            AclEntry(p, h, op, Permission.DENY)
+            for p in self.deny_principals
+            for h in deny_hosts
+            for op in ops
+        ]
         return out
 
     def requested_acls(self) -> dict[ResourcePattern, list[AclEntry]]:
@@ -270,11 +285,17 @@ def _check_operations(resource_type: ResourceType, ops: Sequence[Operation]) -> 
 def add_acls(store: AclStore, opts: Options, out: Callable[[str], None]) -> None:
     acls = opts.requested_acls()
     if not acls:
-        raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
+        raise UsageError(
+            "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."
+        )
     for pattern, entries in acls.items():
         if not entries:
-            raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
-        out(f"Adding ACLs for resource `{pattern_text(pattern)}`: {NEWLINE} {_entries_block(entries)} {NEWLINE}")
+            raise UsageError(
+                "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."
+            )
+        out(
+            f"Adding ACLs for resource `{pattern_text(pattern)}`: {NEWLINE} {_entries_block(entries)} {NEWLINE}"
+        )
         store.add(pattern, entries)
     list_acls(store, opts, out)
 
@@ -282,7 +303,9 @@ def add_acls(store: AclStore, opts: Options, out: Callable[[str], None]) -> None
 def remove_acls(store: AclStore, opts: Options, force: bool, out: Callable[[str], None]) -> None:
     if opts.allow_principals or opts.deny_principals:
         for pattern, entries in opts.requested_acls().items():
-            f = AclBindingFilter(pattern.resource_type, pattern.name, PatternFilter(pattern.pattern_type.value))
+            f = AclBindingFilter(
+                pattern.resource_type, pattern.name, PatternFilter(pattern.pattern_type.value)
+            )
             question = (f"Are you sure you want to remove ACLs: {NEWLINE} {_entries_block(entries)} {NEWLINE} "
                         f"from resource filter `{filter_text(f)}`? (y/n)")  # fmt: skip
             if force or _confirm(question, out):
@@ -293,9 +316,13 @@ def remove_acls(store: AclStore, opts: Options, force: bool, out: Callable[[str]
         return
     filters = opts.filters()
     if not filters:
-        raise UsageError("You must specify one of: --topic, --cluster, --group, --transactional-id when removing ACLs.")
+        raise UsageError(
+            "You must specify one of: --topic, --cluster, --group, --transactional-id when removing ACLs."
+        )
     for f in filters:
-        if force or _confirm(f"Are you sure you want to delete all ACLs for resource filter `{filter_text(f)}`? (y/n)", out):
+        if force or _confirm(
+            f"Are you sure you want to delete all ACLs for resource filter `{filter_text(f)}`? (y/n)", out
+        ):
             store.remove([f])
 
 
@@ -304,22 +331,30 @@ def _confirm(question: str, out: Callable[[str], None]) -> bool:
     return sys.stdin.readline().strip().lower() == "y"
 
 
-def list_acls(store: AclStore, opts: Options, out: Callable[[str], None], principals: Sequence[str] = ()) -> None:
+def list_acls(
+    store: AclStore, opts: Options, out: Callable[[str], None], principals: Sequence[str] = ()
+) -> None:
     filters = opts.filters() or [AclBindingFilter(pattern=PatternFilter.ANY)]
     by_pattern: dict[ResourcePattern, list[AclEntry]] = defaultdict(list)
     for f in filters:
         for b in store.describe(f):
             if b.entry not in by_pattern[b.pattern]:
                 by_pattern[b.pattern].append(b.entry)
-    ordered = sorted(by_pattern.items(), key=lambda kv: (kv[0].resource_type.value, kv[0].pattern_type.value, kv[0].name))
+    ordered = sorted(
+        by_pattern.items(), key=lambda kv: (kv[0].resource_type.value, kv[0].pattern_type.value, kv[0].name)
+    )
     every: list[str | None] = [None]
     for principal in principals or every:
         if principal is not None:
             out(f"ACLs for principal `{principal}`")
         for pattern, entries in ordered:
-            shown = sorted((e for e in entries if principal is None or e.principal == principal), key=_entry_key)
+            shown = sorted(
+                (e for e in entries if principal is None or e.principal == principal), key=_entry_key
+            )
             if shown:
-                out(f"Current ACLs for resource `{pattern_text(pattern)}`: {NEWLINE} {_entries_block(shown)} {NEWLINE}")
+                out(
+                    f"Current ACLs for resource `{pattern_text(pattern)}`: {NEWLINE} {_entries_block(shown)} {NEWLINE}"
+                )
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -330,29 +365,52 @@ def _many(name: str, help_text: str, metavar: str) -> Callable[[Callable[..., No
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--bootstrap-server", metavar="server to connect to",
-              help="A list of host/port pairs to use for establishing the connection to the Kafka cluster.")
-@click.option("--command-config", metavar="command-config",
-              help="A property file containing configs to be passed to Admin Client.")
+@click.option(
+    "--bootstrap-server",
+    metavar="server to connect to",
+    help="A list of host/port pairs to use for establishing the connection to the Kafka cluster.",
+)
+@click.option(
+    "--command-config",
+    metavar="command-config",
+    help="A property file containing configs to be passed to Admin Client.",
+)
 @click.option("--authorizer", metavar="authorizer", help="Fully qualified class name of the authorizer.")
-@_many("--authorizer-properties", "zookeeper.connect=host:port (ZooKeeper-era path, no broker needed).",
-       "authorizer-properties")
+@_many(
+    "--authorizer-properties",
+    "zookeeper.connect=host:port (ZooKeeper-era path, no broker needed).",
+    "authorizer-properties",
+)
 @click.option("--add", "action_add", is_flag=True, help="Indicates you are trying to add ACLs.")
 @click.option("--remove", "action_remove", is_flag=True, help="Indicates you are trying to remove ACLs.")
-@click.option("--list", "action_list", is_flag=True,
-              help="List ACLs for the specified resource, use --topic <topic> or --group <group> or --cluster.")
+@click.option(
+    "--list",
+    "action_list",
+    is_flag=True,
+    help="List ACLs for the specified resource, use --topic <topic> or --group <group> or --cluster.",
+)
 @_many("--topic", "topic to which ACLs should be added or removed.", "topic")
 @_many("--group", "Consumer Group to which the ACLs should be added or removed.", "group")
 @click.option("--cluster", is_flag=True, help="Add/Remove cluster ACLs.")
-@_many("--transactional-id", "The transactionalId to which ACLs should be added or removed.", "transactional-id")
+@_many(
+    "--transactional-id", "The transactionalId to which ACLs should be added or removed.", "transactional-id"
+)
 @_many("--delegation-token", "Delegation token to which ACLs should be added or removed.", "delegation-token")
-@click.option("--resource-pattern-type", default="LITERAL", metavar="ANY|MATCH|LITERAL|PREFIXED",
-              help="The type of the resource pattern or pattern filter (default: LITERAL).")
+@click.option(
+    "--resource-pattern-type",
+    default="LITERAL",
+    metavar="ANY|MATCH|LITERAL|PREFIXED",
+    help="The type of the resource pattern or pattern filter (default: LITERAL).",
+)
 @_many("--allow-principal", "principal is in principalType:name format.", "allow-principal")
 @_many("--deny-principal", "principal is in principalType:name format.", "deny-principal")
 @_many("--principal", "List ACLs for the specified principal.", "principal")
-@_many("--allow-host", "Host from which principals listed in --allow-principal will have access.", "allow-host")
-@_many("--deny-host", "Host from which principals listed in --deny-principal will be denied access.", "deny-host")
+@_many(
+    "--allow-host", "Host from which principals listed in --allow-principal will have access.", "allow-host"
+)
+@_many(
+    "--deny-host", "Host from which principals listed in --deny-principal will be denied access.", "deny-host"
+)
 @_many("--operation", "Operation that is being allowed or denied (default: All).", "operation")
 @click.option("--producer", is_flag=True, help="Convenience option to add/remove ACLs for producer role.")
 @click.option("--consumer", is_flag=True, help="Convenience option to add/remove ACLs for consumer role.")

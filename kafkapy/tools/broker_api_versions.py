@@ -109,11 +109,17 @@ def describe_brokers(bootstrap_server: str, out: Printer) -> None:
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--bootstrap-server", metavar="server(s) to use for bootstrapping",
-              help="REQUIRED: The server to connect to.")
-@click.option("--command-config", metavar="command config property file",
-              help="A property file containing configs to be passed to Admin Client (not used by kafkapy: "
-                   "PLAINTEXT only).")
+@click.option(
+    "--bootstrap-server",
+    metavar="server(s) to use for bootstrapping",
+    help="REQUIRED: The server to connect to.",
+)
+@click.option(
+    "--command-config",
+    metavar="command config property file",
+    help="A property file containing configs to be passed to Admin Client (not used by kafkapy: "
+    "PLAINTEXT only).",
+)
 def command(bootstrap_server: str | None, command_config: str | None) -> None:
     if bootstrap_server is None:
         click.echo('Missing required argument "[bootstrap-server]"', err=True)

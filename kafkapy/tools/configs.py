@@ -52,8 +52,12 @@ _ADD_HELP = (
 def _run(options: Options, bootstrap_server: str | None, zookeeper: str | None) -> None:
     out = click.echo
     if options.use_zookeeper:
-        zk = KafkaZkClient(str(zookeeper), session_timeout_ms=ZK_TIMEOUT_MS, connection_timeout_ms=ZK_TIMEOUT_MS,
-                            **tool_zk_security())
+        zk = KafkaZkClient(
+            str(zookeeper),
+            session_timeout_ms=ZK_TIMEOUT_MS,
+            connection_timeout_ms=ZK_TIMEOUT_MS,
+            **tool_zk_security(),
+        )
         zk.start()
         try:
             (zk_actions.alter if options.action == "alter" else zk_actions.describe)(zk, options, out)
@@ -62,7 +66,9 @@ def _run(options: Options, bootstrap_server: str | None, zookeeper: str | None) 
     else:
         admin = AdminClient(str(bootstrap_server))
         try:
-            (admin_actions.alter if options.action == "alter" else admin_actions.describe)(admin, options, out)
+            (admin_actions.alter if options.action == "alter" else admin_actions.describe)(
+                admin, options, out
+            )
         except KafkaError as e:
             raise AdminCallFailed(e) from e
         finally:
@@ -89,23 +95,47 @@ def _kafka_name(e: BaseException) -> str:
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
-@click.option("--all", "describe_all", is_flag=True,
-              help="List all configs for the given topic or broker entity (includes static configuration "
-              "when the entity type is brokers)")
-@click.option("--bootstrap-server", metavar="server to connect to",
-              help="The Kafka server to connect to. This is required for describing and altering broker "
-              "configs.")
-@click.option("--zookeeper", metavar="urls", help="DEPRECATED. The connection string for the zookeeper "
-              "connection in the form host:port. Multiple URLS can be given to allow fail-over.")
-@click.option("--command-config", metavar="command config property file",
-              help="Property file containing configs to be passed to Admin Client (ignored by kafkapy).")
-@click.option("--entity-type", multiple=True, metavar="type",
-              help="Type of entity (topics/clients/users/brokers/broker-loggers)")
-@click.option("--entity-name", multiple=True, metavar="name",
-              help="Name of entity (topic name/client id/user principal name/broker id)")
-@click.option("--entity-default", is_flag=True,
-              help="Default entity name for clients/users/brokers (applies to corresponding entity type in "
-              "command line)")
+@click.option(
+    "--all",
+    "describe_all",
+    is_flag=True,
+    help="List all configs for the given topic or broker entity (includes static configuration "
+    "when the entity type is brokers)",
+)
+@click.option(
+    "--bootstrap-server",
+    metavar="server to connect to",
+    help="The Kafka server to connect to. This is required for describing and altering broker configs.",
+)
+@click.option(
+    "--zookeeper",
+    metavar="urls",
+    help="DEPRECATED. The connection string for the zookeeper "
+    "connection in the form host:port. Multiple URLS can be given to allow fail-over.",
+)
+@click.option(
+    "--command-config",
+    metavar="command config property file",
+    help="Property file containing configs to be passed to Admin Client (ignored by kafkapy).",
+)
+@click.option(
+    "--entity-type",
+    multiple=True,
+    metavar="type",
+    help="Type of entity (topics/clients/users/brokers/broker-loggers)",
+)
+@click.option(
+    "--entity-name",
+    multiple=True,
+    metavar="name",
+    help="Name of entity (topic name/client id/user principal name/broker id)",
+)
+@click.option(
+    "--entity-default",
+    is_flag=True,
+    help="Default entity name for clients/users/brokers (applies to corresponding entity type in "
+    "command line)",
+)
 @click.option("--add-config", metavar="config", help=_ADD_HELP)
 @click.option("--delete-config", multiple=True, metavar="config", help="config keys to remove 'k1,k2'")
 @click.option("--force", is_flag=True, help="Suppress console prompts")
@@ -115,19 +145,47 @@ def _kafka_name(e: BaseException) -> str:
 @click.option("--broker", metavar="broker", help="The broker's ID.")
 @click.option("--broker-defaults", is_flag=True, help="The config defaults for all brokers.")
 def command(
-    alter: bool, describe: bool, describe_all: bool, bootstrap_server: str | None, zookeeper: str | None,
-    command_config: str | None, entity_type: tuple[str, ...], entity_name: tuple[str, ...], entity_default: bool,
-    add_config: str | None, delete_config: tuple[str, ...], force: bool, topic: str | None, client: str | None,
-    user: str | None, broker: str | None, broker_defaults: bool,
+    alter: bool,
+    describe: bool,
+    describe_all: bool,
+    bootstrap_server: str | None,
+    zookeeper: str | None,
+    command_config: str | None,
+    entity_type: tuple[str, ...],
+    entity_name: tuple[str, ...],
+    entity_default: bool,
+    add_config: str | None,
+    delete_config: tuple[str, ...],
+    force: bool,
+    topic: str | None,
+    client: str | None,
+    user: str | None,
+    broker: str | None,
+    broker_defaults: bool,
 ) -> None:
     try:
         types, names, default = resolve_entity(
-            entity_type, entity_name, entity_default, topic=topic, broker=broker, broker_defaults=broker_defaults,
-            client=client, user=user,
+            entity_type,
+            entity_name,
+            entity_default,
+            topic=topic,
+            broker=broker,
+            broker_defaults=broker_defaults,
+            client=client,
+            user=user,
         )
         options = check_args(
-            alter, describe, bootstrap_server, zookeeper, types, names, default, add_config, delete_config,
-            describe_all, entity_options=bool(entity_type or entity_name or entity_default),
+            alter,
+            describe,
+            bootstrap_server,
+            zookeeper,
+            types,
+            names,
+            default,
+            add_config,
+            delete_config,
+            describe_all,
+            entity_options=bool(entity_type or entity_name or entity_default),
             entity_flags=any(f is not None for f in (topic, client, user, broker)) or broker_defaults,
         )
         if not logging.getLogger().handlers:

@@ -101,10 +101,14 @@ class OffsetsMessageFormatter:
 
 def offset_and_metadata_text(om: offsets_codec.OffsetAndMetadata) -> str:
     """kafka.common.OffsetAndMetadata's toString (a Java Optional epoch, a Scala Option expiry)."""
-    epoch = "Optional.empty" if om.leader_epoch == NO_PARTITION_LEADER_EPOCH else f"Optional[{om.leader_epoch}]"
+    epoch = (
+        "Optional.empty" if om.leader_epoch == NO_PARTITION_LEADER_EPOCH else f"Optional[{om.leader_epoch}]"
+    )
     expire = "None" if om.expire_timestamp is None else f"Some({om.expire_timestamp})"
-    return (f"OffsetAndMetadata(offset={om.offset}, leaderEpoch={epoch}, metadata={om.metadata}, "
-            f"commitTimestamp={om.commit_timestamp}, expireTimestamp={expire})")
+    return (
+        f"OffsetAndMetadata(offset={om.offset}, leaderEpoch={epoch}, metadata={om.metadata}, "
+        f"commitTimestamp={om.commit_timestamp}, expireTimestamp={expire})"
+    )
 
 
 class NoOpMessageFormatter:
@@ -131,7 +135,8 @@ FORMATTERS: dict[str, type[MessageFormatter]] = {
 
 def make_formatter(name: str, props: dict[str, str]) -> MessageFormatter:
     cls = FORMATTERS.get(name) or next(
-        (c for full, c in FORMATTERS.items() if full.rsplit(".", 1)[-1].rsplit("$", 1)[-1] == name), None)
+        (c for full, c in FORMATTERS.items() if full.rsplit(".", 1)[-1].rsplit("$", 1)[-1] == name), None
+    )
     if cls is None:
         raise click.UsageError(f"Unknown formatter {name}: one of {', '.join(FORMATTERS)}")
     return cls(props)
@@ -279,10 +284,14 @@ def run_zookeeper(params: dict[str, Any], formatter: MessageFormatter, out: Bina
 @click.option("--group", help="The consumer group id.")
 @click.option("--max-messages", type=int, help="Exit after this many messages.")
 @click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
-@click.option("--formatter", default=DEFAULT_FORMATTER, show_default=True,
-              help="The name of a class to use for formatting kafka messages for display: "
-                   "kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter prints "
-                   "__consumer_offsets' committed offsets.")
+@click.option(
+    "--formatter",
+    default=DEFAULT_FORMATTER,
+    show_default=True,
+    help="The name of a class to use for formatting kafka messages for display: "
+    "kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter prints "
+    "__consumer_offsets' committed offsets.",
+)
 @click.option(
     "--property", "prop", multiple=True, help="Formatter property k=v (print.key, key.separator, ...)."
 )

@@ -298,5 +298,6 @@ def consumer_groups(ctx: click.Context, **params: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     run_command(consumer_groups, "kafkapy-consumer-groups", argv)
 
+
 if __name__ == "__main__":
     main()

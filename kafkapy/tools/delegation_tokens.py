@@ -47,7 +47,11 @@ def _java_list(items: Sequence[str]) -> str:
 
 
 def print_tokens(tokens: Sequence[TokenDescription], out: Callable[[str], None]) -> None:
-    out("\n" + _ROW % ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE") + "\n")
+    out(
+        "\n"
+        + _ROW % ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE")
+        + "\n"
+    )
     for t in tokens:
         out(
             "\n"
@@ -69,7 +73,7 @@ def check_args(
         raise UsageError("Command must include exactly one action: --create, --renew, --expire or --describe")
     for name, value in (("bootstrap-server", bootstrap), ("command-config", command_config)):
         if value is None:
-            raise UsageError(f"Missing required argument \"[{name}]\"")
+            raise UsageError(f'Missing required argument "[{name}]"')
     action = chosen[0]
     required = {
         "create": ("max-life-time-period",),
@@ -79,7 +83,7 @@ def check_args(
     }[action]
     for name in required:
         if not given[name]:
-            raise UsageError(f"Missing required argument \"[{name}]\"")
+            raise UsageError(f'Missing required argument "[{name}]"')
     invalid = {
         "create": ("hmac", "renew-time-period", "expiry-time-period"),
         "renew": ("renewer-principal", "max-life-time-period", "expiry-time-period", "owner-principal"),
@@ -88,38 +92,78 @@ def check_args(
     }[action]
     for name in invalid:
         if given[name]:
-            raise UsageError(f"Option \"[{action}]\" can't be used with option \"[{name}]\"")
+            raise UsageError(f'Option "[{action}]" can\'t be used with option "[{name}]"')
     return action
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--bootstrap-server", metavar="server to connect to",
-              help="REQUIRED: server(s) to use for bootstrapping.")
-@click.option("--command-config", metavar="command config property file",
-              help="REQUIRED: A property file containing configs to be passed to Admin Client. Token management"
-                   " operations are allowed in secure mode only. This config file is used to pass security related configs.")
-@click.option("--create", "do_create", is_flag=True,
-              help="Create a new delegation token. Use --renewer-principal option to pass renewer principals.")
-@click.option("--renew", "do_renew", is_flag=True,
-              help="Renew delegation token. Use --renew-time-period option to set renew time period.")
-@click.option("--expire", "do_expire", is_flag=True,
-              help="Expire delegation token. Use --expiry-time-period option to expire the token.")
-@click.option("--describe", "do_describe", is_flag=True,
-              help="Describe delegation tokens for the given principals. Use --owner-principal to pass owner/renewer"
-                   " principals. If --owner-principal option is not supplied, all the user owned tokens and tokens"
-                   " where user have Describe permission will be returned.")
-@click.option("--owner-principal", multiple=True, metavar="principalType:name",
-              help="owner is a Kafka principal. They should be in principalType:name format.")
-@click.option("--renewer-principal", multiple=True, metavar="principalType:name",
-              help="renewer is a Kafka principal. They should be in principalType:name format.")
-@click.option("--max-life-time-period", type=int, metavar="Long",
-              help="Max life period for the token in milliseconds. If the value is -1, then token max life time"
-                   " will default to the server side config value of (delegation.token.max.lifetime.ms).")
-@click.option("--renew-time-period", type=int, metavar="Long",
-              help="Renew time period in milliseconds. If the value is -1, then the renew time period will default"
-                   " to the server side config value of (delegation.token.expiry.time.ms).")
-@click.option("--expiry-time-period", type=int, metavar="Long",
-              help="Expiry time period in milliseconds. If the value is -1, then the token will get invalidated immediately.")
+@click.option(
+    "--bootstrap-server", metavar="server to connect to", help="REQUIRED: server(s) to use for bootstrapping."
+)
+@click.option(
+    "--command-config",
+    metavar="command config property file",
+    help="REQUIRED: A property file containing configs to be passed to Admin Client. Token management"
+    " operations are allowed in secure mode only. This config file is used to pass security related configs.",
+)
+@click.option(
+    "--create",
+    "do_create",
+    is_flag=True,
+    help="Create a new delegation token. Use --renewer-principal option to pass renewer principals.",
+)
+@click.option(
+    "--renew",
+    "do_renew",
+    is_flag=True,
+    help="Renew delegation token. Use --renew-time-period option to set renew time period.",
+)
+@click.option(
+    "--expire",
+    "do_expire",
+    is_flag=True,
+    help="Expire delegation token. Use --expiry-time-period option to expire the token.",
+)
+@click.option(
+    "--describe",
+    "do_describe",
+    is_flag=True,
+    help="Describe delegation tokens for the given principals. Use --owner-principal to pass owner/renewer"
+    " principals. If --owner-principal option is not supplied, all the user owned tokens and tokens"
+    " where user have Describe permission will be returned.",
+)
+@click.option(
+    "--owner-principal",
+    multiple=True,
+    metavar="principalType:name",
+    help="owner is a Kafka principal. They should be in principalType:name format.",
+)
+@click.option(
+    "--renewer-principal",
+    multiple=True,
+    metavar="principalType:name",
+    help="renewer is a Kafka principal. They should be in principalType:name format.",
+)
+@click.option(
+    "--max-life-time-period",
+    type=int,
+    metavar="Long",
+    help="Max life period for the token in milliseconds. If the value is -1, then token max life time"
+    " will default to the server side config value of (delegation.token.max.lifetime.ms).",
+)
+@click.option(
+    "--renew-time-period",
+    type=int,
+    metavar="Long",
+    help="Renew time period in milliseconds. If the value is -1, then the renew time period will default"
+    " to the server side config value of (delegation.token.expiry.time.ms).",
+)
+@click.option(
+    "--expiry-time-period",
+    type=int,
+    metavar="Long",
+    help="Expiry time period in milliseconds. If the value is -1, then the token will get invalidated immediately.",
+)
 @click.option("--hmac", metavar="String", help="HMAC of the delegation token")
 def command(
     bootstrap_server: str | None, command_config: str | None, do_create: bool, do_renew: bool, do_expire: bool,
@@ -149,7 +193,8 @@ def command(
     out = lambda text: click.echo(text, nl=False)  # noqa: E731 - Kafka prints with printf
     try:
         admin = AdminClient(
-            bootstrap_server, connector=connector(client_security(load_file(command_config)), "kafkapy-delegation-tokens")
+            bootstrap_server,
+            connector=connector(client_security(load_file(command_config)), "kafkapy-delegation-tokens"),
         )
         if action == "create":
             renewers = [r.strip() for r in renewer_principal]
@@ -158,7 +203,10 @@ def command(
                 f" max-life-time-period :{max_life_time_period}"
             )
             token = create_token(
-                admin, renewers, int(max_life_time_period or -1), owner_principal[0] if owner_principal else None
+                admin,
+                renewers,
+                int(max_life_time_period or -1),
+                owner_principal[0] if owner_principal else None,
             )
             click.echo(f"Created delegation token with tokenId : {token.token_id}")
             print_tokens([token], out)

@@ -64,14 +64,17 @@ def parse_offset_json(text: str) -> list[tuple[TopicPartition, int]]:
         raise AdminCommandFailedError("Missing partitions field")
     # Kafka's DecodeJson messages, e.g. "No such field exists: `offset`".
     offsets = [
-        (TopicPartition(kj.as_string(kj.field(e, "topic")), kj.as_int(kj.field(e, "partition"))),
-         kj.as_long(kj.field(e, "offset")))
+        (
+            TopicPartition(kj.as_string(kj.field(e, "topic")), kj.as_int(kj.field(e, "partition"))),
+            kj.as_long(kj.field(e, "offset")),
+        )
         for e in kj.as_array(document["partitions"])
     ]
     duplicates = sorted(tp for tp, n in Counter(tp for tp, _ in offsets).items() if n > 1)
     if duplicates:
         raise AdminCommandFailedError(
-            "Offset json file contains duplicate topic partitions: " + ",".join(map(str, duplicates)))
+            "Offset json file contains duplicate topic partitions: " + ",".join(map(str, duplicates))
+        )
     return offsets
 
 
@@ -93,12 +96,18 @@ def execute(admin: AdminClient, offsets: list[tuple[TopicPartition, int]], out: 
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--bootstrap-server", metavar="server(s) to use for bootstrapping",
-              help="REQUIRED: The server to connect to.")
+@click.option(
+    "--bootstrap-server",
+    metavar="server(s) to use for bootstrapping",
+    help="REQUIRED: The server to connect to.",
+)
 @click.option("--offset-json-file", metavar="Offset json file path", help=_JSON_HELP)
-@click.option("--command-config", metavar="command config property file path",
-              help="A property file containing configs to be passed to Admin Client (not used by kafkapy: "
-                   "PLAINTEXT only).")
+@click.option(
+    "--command-config",
+    metavar="command config property file path",
+    help="A property file containing configs to be passed to Admin Client (not used by kafkapy: "
+    "PLAINTEXT only).",
+)
 def command(bootstrap_server: str | None, offset_json_file: str | None, command_config: str | None) -> None:
     for name, value in (("bootstrap-server", bootstrap_server), ("offset-json-file", offset_json_file)):
         if value is None:

@@ -49,38 +49,80 @@ def _err(line: str) -> None:
     click.echo(line, err=True)
 
 
-@click.command(context_settings=_CONTEXT,
-               help="This tool helps to parse a log file and dump its contents to the console, useful for "
-                    "debugging a seemingly corrupt log segment.")
-@click.option("--files", "files", metavar="file1, file2, ...",
-              help="REQUIRED: The comma separated list of data and index log files to be dumped.")
-@click.option("--print-data-log", is_flag=True,
-              help="if set, printing the messages content when dumping data logs. Automatically set if any "
-                   "decoder option is specified.")
-@click.option("--deep-iteration", is_flag=True,
-              help="if set, uses deep instead of shallow iteration. Automatically set if print-data-log is enabled.")
-@click.option("--verify-index-only", is_flag=True,
-              help="if set, just verify the index log without printing its content.")
-@click.option("--index-sanity-check", is_flag=True,
-              help="if set, just checks the index sanity without printing its content. This is the same check "
-                   "that is executed on broker startup to determine if an index needs rebuilding or not.")
-@click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
-              metavar="size", help="Size of largest message.")
-@click.option("--offsets-decoder", is_flag=True,
-              help="if set, log data will be parsed as offset data from the __consumer_offsets topic.")
-@click.option("--transaction-log-decoder", is_flag=True,
-              help="if set, log data will be parsed as transaction metadata from the __transaction_state topic.")
-def main(files: str | None, print_data_log: bool, deep_iteration: bool, verify_index_only: bool,
-         index_sanity_check: bool, max_message_size: int, offsets_decoder: bool,
-         transaction_log_decoder: bool) -> None:
+@click.command(
+    context_settings=_CONTEXT,
+    help="This tool helps to parse a log file and dump its contents to the console, useful for "
+    "debugging a seemingly corrupt log segment.",
+)
+@click.option(
+    "--files",
+    "files",
+    metavar="file1, file2, ...",
+    help="REQUIRED: The comma separated list of data and index log files to be dumped.",
+)
+@click.option(
+    "--print-data-log",
+    is_flag=True,
+    help="if set, printing the messages content when dumping data logs. Automatically set if any "
+    "decoder option is specified.",
+)
+@click.option(
+    "--deep-iteration",
+    is_flag=True,
+    help="if set, uses deep instead of shallow iteration. Automatically set if print-data-log is enabled.",
+)
+@click.option(
+    "--verify-index-only",
+    is_flag=True,
+    help="if set, just verify the index log without printing its content.",
+)
+@click.option(
+    "--index-sanity-check",
+    is_flag=True,
+    help="if set, just checks the index sanity without printing its content. This is the same check "
+    "that is executed on broker startup to determine if an index needs rebuilding or not.",
+)
+@click.option(
+    "--max-message-size",
+    type=int,
+    default=DEFAULT_MAX_MESSAGE_SIZE,
+    show_default=True,
+    metavar="size",
+    help="Size of largest message.",
+)
+@click.option(
+    "--offsets-decoder",
+    is_flag=True,
+    help="if set, log data will be parsed as offset data from the __consumer_offsets topic.",
+)
+@click.option(
+    "--transaction-log-decoder",
+    is_flag=True,
+    help="if set, log data will be parsed as transaction metadata from the __transaction_state topic.",
+)
+def main(
+    files: str | None,
+    print_data_log: bool,
+    deep_iteration: bool,
+    verify_index_only: bool,
+    index_sanity_check: bool,
+    max_message_size: int,
+    offsets_decoder: bool,
+    transaction_log_decoder: bool,
+) -> None:
     if not files:
         _err('Missing required argument "[files]"')
         sys.exit(1)
     errors = DumpErrors()
     print_data_log = print_data_log or offsets_decoder or transaction_log_decoder
     deep = deep_iteration or print_data_log
-    decoder = (offsets_decoder_fn if offsets_decoder
-               else transaction_log_decoder_fn if transaction_log_decoder else None)
+    decoder = (
+        offsets_decoder_fn
+        if offsets_decoder
+        else transaction_log_decoder_fn
+        if transaction_log_decoder
+        else None
+    )
     for path in files.split(","):
         _out(f"Dumping {path}")
         suffix = os.path.splitext(path)[1]

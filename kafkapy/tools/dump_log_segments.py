@@ -44,7 +44,10 @@ _TIME_ENTRY = struct.Struct(">qi")
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _END_TXN_VALUE = struct.Struct(">hi")  # version, coordinator epoch
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
-_TIMESTAMP_TYPE_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
+_TIMESTAMP_TYPE_NAMES = {
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
 
 
 @dataclass
@@ -96,8 +99,9 @@ def _read(path: str) -> bytes:
             return bytes(m)
 
 
-def iter_file_batches(buf: memoryview, position: int = 0, end: int | None = None
-                      ) -> Iterator[tuple[int, BatchHeader]]:
+def iter_file_batches(
+    buf: memoryview, position: int = 0, end: int | None = None
+) -> Iterator[tuple[int, BatchHeader]]:
     """Batches as Kafka's FileLogInputStream finds them: stop at a trailing partial batch."""
     end = len(buf) if end is None else min(end, len(buf))
     while end - position >= HEADER_SIZE:
@@ -105,9 +109,12 @@ def iter_file_batches(buf: memoryview, position: int = 0, end: int | None = None
         if header.batch_length < MIN_RECORD_OVERHEAD:
             raise CorruptIndexException(
                 f"Found record size {header.batch_length} smaller than minimum record overhead "
-                f"({MIN_RECORD_OVERHEAD}) in file.")
+                f"({MIN_RECORD_OVERHEAD}) in file."
+            )
         if header.magic != 2:
-            raise CorruptIndexException(f"Record batch magic {header.magic} is not supported: message format v2 only")
+            raise CorruptIndexException(
+                f"Record batch magic {header.magic} is not supported: message format v2 only"
+            )
         if position + header.size > end:
             return
         yield position, header
@@ -115,7 +122,11 @@ def iter_file_batches(buf: memoryview, position: int = 0, end: int | None = None
 
 
 def _last_sequence(h: BatchHeader) -> int:
-    return NO_SEQUENCE if h.base_sequence == NO_SEQUENCE else increment_sequence(h.base_sequence, h.last_offset_delta)
+    return (
+        NO_SEQUENCE
+        if h.base_sequence == NO_SEQUENCE
+        else increment_sequence(h.base_sequence, h.last_offset_delta)
+    )
 
 
 def _bool(b: bool) -> str:
@@ -184,7 +195,11 @@ def _member_assignment(protocol_type: str, member: offsets_codec.MemberRecord) -
             return f"{member.member_id}={java_hex(member.assignment)}"
         user_data = java_hex(assignment.user_data or b"")
         partitions = java_partitions(assignment.partitions)
-        return f"{member.member_id}={partitions}:{user_data}" if user_data else f"{member.member_id}={partitions}"
+        return (
+            f"{member.member_id}={partitions}:{user_data}"
+            if user_data
+            else f"{member.member_id}={partitions}"
+        )
     return f"{member.member_id}={java_hex(member.assignment)}"
 
 
@@ -194,7 +209,9 @@ def offsets_decoder(key: bytes | None, value: bytes | None) -> tuple[str, str]:
     "offset=5,metadata=m"), "group_metadata::group=g" with a JSON summary of the group; a
     tombstone's payload is "<DELETE>". Members come in the record's order (Kafka's HashMap's)."""
     if key is None:
-        raise KafkaException("Failed to decode message using offset topic decoder (message had a missing key)")
+        raise KafkaException(
+            "Failed to decode message using offset topic decoder (message had a missing key)"
+        )
     k = offsets_codec.read_key(key)
     if isinstance(k, offsets_codec.OffsetKey):
         key_text = f"offset_commit::group={k.group},partition={k.topic}-{k.partition}"
@@ -219,11 +236,16 @@ def offsets_decoder(key: bytes | None, value: bytes | None) -> tuple[str, str]:
 def record_line(h: BatchHeader, rec: Record, print_contents: bool, decoder: Decoder | None = None) -> str:
     key_size = -1 if rec.key is None else len(rec.key)
     value_size = -1 if rec.value is None else len(rec.value)
-    sequence = NO_SEQUENCE if h.base_sequence == NO_SEQUENCE else increment_sequence(
-        h.base_sequence, rec.offset - h.base_offset)
-    line = (f"{RECORD_INDENT} offset: {rec.offset} {_TIMESTAMP_TYPE_NAMES[h.timestamp_type]}: {rec.timestamp} "
-            f"keysize: {key_size} valuesize: {value_size} sequence: {sequence} "
-            f"headerKeys: [{','.join(k for k, _ in rec.headers)}]")
+    sequence = (
+        NO_SEQUENCE
+        if h.base_sequence == NO_SEQUENCE
+        else increment_sequence(h.base_sequence, rec.offset - h.base_offset)
+    )
+    line = (
+        f"{RECORD_INDENT} offset: {rec.offset} {_TIMESTAMP_TYPE_NAMES[h.timestamp_type]}: {rec.timestamp} "
+        f"keysize: {key_size} valuesize: {value_size} sequence: {sequence} "
+        f"headerKeys: [{','.join(k for k, _ in rec.headers)}]"
+    )
     if h.is_control:
         type_id = _CONTROL_KEY.unpack_from(rec.key)[1] if rec.key and len(rec.key) >= 4 else -1
         control = _CONTROL_TYPES.get(type_id)
@@ -248,8 +270,10 @@ def dump_txn_index(path: str, out: Out) -> None:
     data = _read(path)
     for position in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
         t = AbortedTxn.decode(data, position)
-        out(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
-            f"lastStableOffset: {t.last_stable_offset}")
+        out(
+            f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
+            f"lastStableOffset: {t.last_stable_offset}"
+        )
 
 
 def dump_log(
@@ -264,7 +288,9 @@ def dump_log(
         if deep:
             for rec in decode_batch_records(buf, position):
                 if last_offset != -1 and rec.offset != last_offset + 1:
-                    errors.non_consecutive.setdefault(os.path.abspath(path), []).insert(0, (last_offset, rec.offset))
+                    errors.non_consecutive.setdefault(os.path.abspath(path), []).insert(
+                        0, (last_offset, rec.offset)
+                    )
                 last_offset = rec.offset
                 out(record_line(h, rec, print_contents, decoder))
         valid_bytes += h.size
@@ -284,7 +310,8 @@ def check_index_sanity(path: str, entry_size: int) -> None:
     if length % entry_size != 0:
         raise CorruptIndexException(
             f"Index file {os.path.abspath(path)} is corrupt, found {length} bytes which is neither positive "
-            f"nor a multiple of {entry_size}.")
+            f"nor a multiple of {entry_size}."
+        )
     base = base_offset_of(path)
     if length:
         entries = _index_entries(path, _OFFSET_ENTRY if entry_size == 8 else _TIME_ENTRY)
@@ -292,11 +319,13 @@ def check_index_sanity(path: str, entry_size: int) -> None:
         if last_offset < base:
             raise CorruptIndexException(
                 f"Corrupt index found, index file ({os.path.abspath(path)}) has non-zero size but the last offset "
-                f"is {last_offset} which is less than the base offset {base}.")
+                f"is {last_offset} which is less than the base offset {base}."
+            )
 
 
-def dump_index(path: str, sanity_only: bool, verify_only: bool, errors: DumpErrors, max_message_size: int,
-               out: Out) -> None:
+def dump_index(
+    path: str, sanity_only: bool, verify_only: bool, errors: DumpErrors, max_message_size: int, out: Out
+) -> None:
     if sanity_only:
         check_index_sanity(path, _OFFSET_ENTRY.size)
         out(f"{path} passed sanity check.")
@@ -311,7 +340,9 @@ def dump_index(path: str, sanity_only: bool, verify_only: bool, errors: DumpErro
         first = next(iter_file_batches(log_buf, position, position + max_message_size), None)
         first_last_offset = first[1].last_offset if first is not None else -1
         if first_last_offset != offset:
-            errors.index_mismatches.setdefault(os.path.abspath(path), []).insert(0, (offset, first_last_offset))
+            errors.index_mismatches.setdefault(os.path.abspath(path), []).insert(
+                0, (offset, first_last_offset)
+            )
         if not verify_only:
             out(f"offset: {offset} position: {position}")
 
@@ -332,7 +363,9 @@ def dump_time_index(path: str, sanity_only: bool, verify_only: bool, errors: Dum
         if offset == base and i > 0:
             return
         position = _lookup_position(offset_entries, base, offset)
-        batch = next(((p, h) for p, h in iter_file_batches(log_buf, position) if h.last_offset >= offset), None)
+        batch = next(
+            ((p, h) for p, h in iter_file_batches(log_buf, position) if h.last_offset >= offset), None
+        )
         if batch is None:
             errors.shallow_not_found.setdefault(name, []).append((offset, -1))
         elif batch[1].last_offset != offset:

@@ -49,7 +49,8 @@ def parse_partitions(text: str | None) -> list[int]:
     entries = text.split(",")
     if not all(_JAVA_INT.match(p) and -(2**31) <= int(p) < 2**31 for p in entries):
         raise BadPartitions(
-            f"--partitions expects a comma separated list of numeric partition ids, but received: {text}")
+            f"--partitions expects a comma separated list of numeric partition ids, but received: {text}"
+        )
     return sorted({int(p) for p in entries})
 
 
@@ -62,17 +63,25 @@ def partition_lines(topic: str, offsets: dict[int, int | None]) -> list[str]:
     return [f"{topic}:{p}:{'' if offsets[p] is None else offsets[p]}" for p in sorted(offsets)]
 
 
-def get_offsets(admin: AdminClient, topic: str, requested: list[int], timestamp: int, err: Printer) -> dict[int, int | None]:
+def get_offsets(
+    admin: AdminClient, topic: str, requested: list[int], timestamp: int, err: Printer
+) -> dict[int, int | None]:
     md = admin.metadata([topic], "listOffsets")
     info = next((t for t in md.topics if t.name == topic), None)
     if info is None or info.error_code:
         err(f"Topic {topic} does not exist")
         raise ToolExit
-    partitions = {p.partition_index: p.leader_id for p in info.partitions
-                  if not requested or p.partition_index in requested}
+    partitions = {
+        p.partition_index: p.leader_id
+        for p in info.partitions
+        if not requested or p.partition_index in requested
+    }
     if not partitions:
-        err(f"Topic {topic} has 0 partitions" if not requested else
-            f"Topic {topic} does not have any of the requested partitions {','.join(map(str, requested))}")
+        err(
+            f"Topic {topic} has 0 partitions"
+            if not requested
+            else f"Topic {topic} does not have any of the requested partitions {','.join(map(str, requested))}"
+        )
         raise ToolExit
     for p in requested:
         if p not in partitions:
@@ -85,7 +94,11 @@ def get_offsets(admin: AdminClient, topic: str, requested: list[int], timestamp:
             by_leader[leader].append(p)
     offsets: dict[int, int | None] = {}
     for leader, ps in by_leader.items():
-        _, answer = admin.send_to_broker(leader, ApiKey.LIST_OFFSETS, lambda v, ps=ps: _body(topic, ps, timestamp))  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+        _, answer = admin.send_to_broker(
+            leader,
+            ApiKey.LIST_OFFSETS,
+            lambda v, ps=ps: _body(topic, ps, timestamp),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+        )
         for t in answer.topics:
             for p in t.partitions:
                 raise_for_error(p.error_code)
@@ -97,30 +110,73 @@ def _body(topic: str, partitions: list[int], timestamp: int) -> dict[str, Any]:
     return {
         "replica_id": -1,
         "isolation_level": 0,  # a consumer's default, read_uncommitted
-        "topics": [{"name": topic, "partitions": [
-            {"partition_index": p, "timestamp": timestamp, "current_leader_epoch": -1, "max_num_offsets": 1}
-            for p in partitions
-        ]}],
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "timestamp": timestamp,
+                        "current_leader_epoch": -1,
+                        "max_num_offsets": 1,
+                    }
+                    for p in partitions
+                ],
+            }
+        ],
     }
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--broker-list", metavar="hostname:port,...,hostname:port",
-              help="REQUIRED: The list of hostname and port of the server to connect to.")
-@click.option("--bootstrap-server", metavar="hostname:port,...,hostname:port",
-              help="The same as --broker-list (Kafka 3.0's name).")
+@click.option(
+    "--broker-list",
+    metavar="hostname:port,...,hostname:port",
+    help="REQUIRED: The list of hostname and port of the server to connect to.",
+)
+@click.option(
+    "--bootstrap-server",
+    metavar="hostname:port,...,hostname:port",
+    help="The same as --broker-list (Kafka 3.0's name).",
+)
 @click.option("--topic", metavar="topic", help="REQUIRED: The topic to get offset from.")
-@click.option("--partitions", metavar="partition ids",
-              help="comma separated list of partition ids. If not specified, it will find offsets for all partitions")
-@click.option("--time", "timestamp", type=int, default=LATEST_TIMESTAMP, show_default=True,
-              metavar="timestamp/-1(latest)/-2(earliest)",
-              help="timestamp of the offsets before that. [Note: No offset is returned, if the timestamp greater "
-                   "than recently commited record timestamp is given.]")
-@click.option("--offsets", type=int, default=1, metavar="count", help="DEPRECATED AND IGNORED: number of offsets returned")
-@click.option("--max-wait-ms", type=int, default=1000, metavar="ms",
-              help="DEPRECATED AND IGNORED: The max amount of time each fetch request waits.")
-def command(broker_list: str | None, bootstrap_server: str | None, topic: str | None, partitions: str | None,
-            timestamp: int, offsets: int, max_wait_ms: int) -> None:
+@click.option(
+    "--partitions",
+    metavar="partition ids",
+    help="comma separated list of partition ids. If not specified, it will find offsets for all partitions",
+)
+@click.option(
+    "--time",
+    "timestamp",
+    type=int,
+    default=LATEST_TIMESTAMP,
+    show_default=True,
+    metavar="timestamp/-1(latest)/-2(earliest)",
+    help="timestamp of the offsets before that. [Note: No offset is returned, if the timestamp greater "
+    "than recently commited record timestamp is given.]",
+)
+@click.option(
+    "--offsets",
+    type=int,
+    default=1,
+    metavar="count",
+    help="DEPRECATED AND IGNORED: number of offsets returned",
+)
+@click.option(
+    "--max-wait-ms",
+    type=int,
+    default=1000,
+    metavar="ms",
+    help="DEPRECATED AND IGNORED: The max amount of time each fetch request waits.",
+)
+def command(
+    broker_list: str | None,
+    bootstrap_server: str | None,
+    topic: str | None,
+    partitions: str | None,
+    timestamp: int,
+    offsets: int,
+    max_wait_ms: int,
+) -> None:
     servers = broker_list or bootstrap_server
     for name, value in (("broker-list", servers), ("topic", topic)):
         if value is None:

@@ -60,13 +60,17 @@ def check_options(
     json_file: str | None,
 ) -> None:
     """Kafka's LeaderElectionCommand.validate, message for message."""
-    missing = [name for name, value in (("election-type", election_type), ("bootstrap-server", bootstrap_server))
-               if value is None]
+    missing = [
+        name
+        for name, value in (("election-type", election_type), ("bootstrap-server", bootstrap_server))
+        if value is None
+    ]
     if missing:
         raise AdminCommandFailedError(f"Missing required option(s): {', '.join(missing)}")
     if sum((topic is not None, all_topic_partitions, json_file is not None)) != 1:
         raise AdminCommandFailedError(
-            "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file")
+            "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file"
+        )
     if topic is not None and partition is None:
         raise AdminCommandFailedError("Missing required option(s): partition")
     if topic is None and partition is not None:
@@ -84,12 +88,15 @@ def parse_election_data(text: str) -> set[TopicPartition]:
     if "partitions" not in document:
         raise AdminCommandFailedError('Replica election data is missing "partitions" field')
     # Kafka's DecodeJson messages, e.g. "No such field exists: `partition`".
-    partitions = [TopicPartition(kj.as_string(kj.field(e, "topic")), kj.as_int(kj.field(e, "partition")))
-                  for e in kj.as_array(document["partitions"])]
+    partitions = [
+        TopicPartition(kj.as_string(kj.field(e, "topic")), kj.as_int(kj.field(e, "partition")))
+        for e in kj.as_array(document["partitions"])
+    ]
     duplicates = sorted(tp for tp, n in Counter(partitions).items() if n > 1)
     if duplicates:
         raise AdminCommandFailedError(
-            "Replica election data contains duplicate partitions: " + ",".join(map(str, duplicates)))
+            "Replica election data contains duplicate partitions: " + ",".join(map(str, duplicates))
+        )
     return set(partitions)
 
 
@@ -106,18 +113,23 @@ def report(
     noop = sorted(tp for tp, e in results.items() if isinstance(e, ElectionNotNeededException))
     failed = {tp: e for tp, e in sorted(results.items()) if e is not None and tp not in noop}
     if succeeded:
-        out(f"Successfully completed leader election ({election_type.name}) for partitions "
-            f"{', '.join(map(str, succeeded))}")
+        out(
+            f"Successfully completed leader election ({election_type.name}) for partitions "
+            f"{', '.join(map(str, succeeded))}"
+        )
     if noop:
         out(f"Valid replica already elected for partitions {', '.join(map(str, noop))}")
     for tp, e in failed.items():
-        out(f"Error completing leader election ({election_type.name}) for partition: {tp}: {java_exception(e)}")
+        out(
+            f"Error completing leader election ({election_type.name}) for partition: {tp}: {java_exception(e)}"
+        )
     if failed:
         raise AdminCommandFailedError(f"{len(failed)} replica(s) could not be elected")
 
 
-def run(bootstrap_server: str, election_type: ElectionType, partitions: set[TopicPartition] | None,
-        out: Printer) -> None:
+def run(
+    bootstrap_server: str, election_type: ElectionType, partitions: set[TopicPartition] | None, out: Printer
+) -> None:
     admin = AdminClient(bootstrap_server, timeout_ms=TIMEOUT_MS)
     try:
         try:
@@ -131,24 +143,44 @@ def run(bootstrap_server: str, election_type: ElectionType, partitions: set[Topi
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--bootstrap-server", metavar="host:port",
-              help="A hostname and port for the broker to connect to, in the form host:port. Multiple comma "
-                   "separated URLs can be given. REQUIRED.")
-@click.option("--admin.config", "admin_config", metavar="config file",
-              help="Configuration properties files to pass to the admin client (not used by kafkapy: PLAINTEXT only).")
+@click.option(
+    "--bootstrap-server",
+    metavar="host:port",
+    help="A hostname and port for the broker to connect to, in the form host:port. Multiple comma "
+    "separated URLs can be given. REQUIRED.",
+)
+@click.option(
+    "--admin.config",
+    "admin_config",
+    metavar="config file",
+    help="Configuration properties files to pass to the admin client (not used by kafkapy: PLAINTEXT only).",
+)
 @click.option("--path-to-json-file", "json_file", metavar="Path to JSON file", help=_JSON_HELP)
-@click.option("--topic", metavar="topic name",
-              help="Name of topic for which to perform an election. Not allowed if --path-to-json-file or "
-                   "--all-topic-partitions is specified.")
-@click.option("--partition", type=int, metavar="partition id",
-              help="Partition id for which to perform an election. REQUIRED if --topic is specified.")
-@click.option("--all-topic-partitions", is_flag=True,
-              help="Perform election on all of the eligible topic partitions based on the type of election (see "
-                   "the --election-type flag). Not allowed if --topic or --path-to-json-file is specified.")
-@click.option("--election-type", type=click.Choice(["preferred", "unclean"], case_sensitive=False),
-              metavar="election type",
-              help='Type of election to attempt. Possible values are "preferred" for preferred leader election or '
-                   '"unclean" for unclean leader election. REQUIRED.')
+@click.option(
+    "--topic",
+    metavar="topic name",
+    help="Name of topic for which to perform an election. Not allowed if --path-to-json-file or "
+    "--all-topic-partitions is specified.",
+)
+@click.option(
+    "--partition",
+    type=int,
+    metavar="partition id",
+    help="Partition id for which to perform an election. REQUIRED if --topic is specified.",
+)
+@click.option(
+    "--all-topic-partitions",
+    is_flag=True,
+    help="Perform election on all of the eligible topic partitions based on the type of election (see "
+    "the --election-type flag). Not allowed if --topic or --path-to-json-file is specified.",
+)
+@click.option(
+    "--election-type",
+    type=click.Choice(["preferred", "unclean"], case_sensitive=False),
+    metavar="election type",
+    help='Type of election to attempt. Possible values are "preferred" for preferred leader election or '
+    '"unclean" for unclean leader election. REQUIRED.',
+)
 def command(
     bootstrap_server: str | None,
     admin_config: str | None,

@@ -47,20 +47,34 @@ def parse_int_list(raw: str) -> list[int]:
 
 def format_as_json(infos: Mapping[int, Mapping[str, LogDirDescription]], topics: set[str]) -> str:
     """Kafka's formatAsJson: errors as the Java exception's class name, partitions as t-p."""
-    document: dict[str, Any] = {"version": 1, "brokers": [
-        {"broker": broker, "logDirs": [
+    document: dict[str, Any] = {
+        "version": 1,
+        "brokers": [
             {
-                "logDir": log_dir,
-                "error": None if d.error is None else f"org.apache.kafka.common.errors.{type(d.error).__name__}",
-                "partitions": [
-                    {"partition": str(tp), "size": r.size, "offsetLag": r.offset_lag, "isFuture": r.is_future}
-                    for tp, r in sorted(d.replicas.items()) if not topics or tp.topic in topics
+                "broker": broker,
+                "logDirs": [
+                    {
+                        "logDir": log_dir,
+                        "error": None
+                        if d.error is None
+                        else f"org.apache.kafka.common.errors.{type(d.error).__name__}",
+                        "partitions": [
+                            {
+                                "partition": str(tp),
+                                "size": r.size,
+                                "offsetLag": r.offset_lag,
+                                "isFuture": r.is_future,
+                            }
+                            for tp, r in sorted(d.replicas.items())
+                            if not topics or tp.topic in topics
+                        ],
+                    }
+                    for log_dir, d in dirs.items()
                 ],
             }
-            for log_dir, d in dirs.items()
-        ]}
-        for broker, dirs in sorted(infos.items())
-    ]}
+            for broker, dirs in sorted(infos.items())
+        ],
+    }
     return json.dumps(document, separators=(",", ":"))
 
 
@@ -76,8 +90,10 @@ def describe(admin: AdminClient, broker_list: str | None, topic_list: str, out: 
         existing = [b for b in wanted if b in cluster]
         missing = [b for b in wanted if b not in cluster]
     if missing:
-        out(f"ERROR: The given brokers do not exist from --broker-list: {','.join(map(str, missing))}. "
-            f"Current existent brokers: {','.join(map(str, cluster))}")
+        out(
+            f"ERROR: The given brokers do not exist from --broker-list: {','.join(map(str, missing))}. "
+            f"Current existent brokers: {','.join(map(str, cluster))}"
+        )
         return False
     out("Querying brokers for log directories information")
     infos = describe_log_dirs(admin, existing)
@@ -87,21 +103,43 @@ def describe(admin: AdminClient, broker_list: str | None, topic_list: str, out: 
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--bootstrap-server", metavar="The server(s) to use for bootstrapping",
-              help="REQUIRED: the server(s) to use for bootstrapping")
-@click.option("--command-config", metavar="Admin client property file",
-              help="Property file containing configs to be passed to Admin Client (not used by kafkapy: "
-                   "PLAINTEXT only).")
-@click.option("--describe", "describe_opt", is_flag=True,
-              help="Describe the specified log directories on the specified brokers.")
-@click.option("--topic-list", metavar="Topic list", default="",
-              help='The list of topics to be queried in the form "topic1,topic2,topic3". All topics will be '
-                   "queried if no topic list is specified")
-@click.option("--broker-list", metavar="Broker list",
-              help='The list of brokers to be queried in the form "0,1,2". All brokers in the cluster will be '
-                   "queried if no broker list is specified")
-def command(bootstrap_server: str | None, command_config: str | None, describe_opt: bool, topic_list: str,
-            broker_list: str | None) -> None:
+@click.option(
+    "--bootstrap-server",
+    metavar="The server(s) to use for bootstrapping",
+    help="REQUIRED: the server(s) to use for bootstrapping",
+)
+@click.option(
+    "--command-config",
+    metavar="Admin client property file",
+    help="Property file containing configs to be passed to Admin Client (not used by kafkapy: "
+    "PLAINTEXT only).",
+)
+@click.option(
+    "--describe",
+    "describe_opt",
+    is_flag=True,
+    help="Describe the specified log directories on the specified brokers.",
+)
+@click.option(
+    "--topic-list",
+    metavar="Topic list",
+    default="",
+    help='The list of topics to be queried in the form "topic1,topic2,topic3". All topics will be '
+    "queried if no topic list is specified",
+)
+@click.option(
+    "--broker-list",
+    metavar="Broker list",
+    help='The list of brokers to be queried in the form "0,1,2". All brokers in the cluster will be '
+    "queried if no broker list is specified",
+)
+def command(
+    bootstrap_server: str | None,
+    command_config: str | None,
+    describe_opt: bool,
+    topic_list: str,
+    broker_list: str | None,
+) -> None:
     # Kafka's checkRequiredArgs, in its order.
     for name, given in (("bootstrap-server", bootstrap_server is not None), ("describe", describe_opt)):
         if not given:

@@ -119,8 +119,12 @@ def command(zookeeper: str | None, json_file: str | None) -> None:
         if json_file is not None:
             with open(json_file, encoding="utf-8") as f:
                 wanted = parse_election_data(f.read())
-        zk = KafkaZkClient(zookeeper, session_timeout_ms=ZK_TIMEOUT_MS, connection_timeout_ms=ZK_TIMEOUT_MS,
-                           **tool_zk_security())
+        zk = KafkaZkClient(
+            zookeeper,
+            session_timeout_ms=ZK_TIMEOUT_MS,
+            connection_timeout_ms=ZK_TIMEOUT_MS,
+            **tool_zk_security(),
+        )
         zk.start()
         elect_preferred_leaders(zk, wanted, click.echo)
     except Exception as e:
@@ -134,6 +138,7 @@ def command(zookeeper: str | None, json_file: str | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     run_command(command, "kafkapy-preferred-replica-election", argv, usage_if_no_args=True)
+
 
 if __name__ == "__main__":
     main()

@@ -44,14 +44,23 @@ ZK_TIMEOUT_MS = 30_000
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # Kafka's validateAndParseArgs tables: what each action needs, and what it may also take.
 REQUIRED = {
-    "verify": ("reassignment_json_file",), "generate": ("topics_to_move_json_file", "broker_list"),
-    "execute": ("reassignment_json_file",), "cancel": ("reassignment_json_file",), "list": (),
+    "verify": ("reassignment_json_file",),
+    "generate": ("topics_to_move_json_file", "broker_list"),
+    "execute": ("reassignment_json_file",),
+    "cancel": ("reassignment_json_file",),
+    "list": (),
 }
 PERMITTED = {
     "verify": {"bootstrap_server", "preserve_throttles", "zookeeper"},
     "generate": {"bootstrap_server", "broker_list", "disable_rack_aware", "zookeeper"},
-    "execute": {"additional", "bootstrap_server", "throttle", "replica_alter_log_dirs_throttle", "timeout",
-                "zookeeper"},
+    "execute": {
+        "additional",
+        "bootstrap_server",
+        "throttle",
+        "replica_alter_log_dirs_throttle",
+        "timeout",
+        "zookeeper",
+    },
     "cancel": {"bootstrap_server", "preserve_throttles", "timeout"},
     "list": {"bootstrap_server"},
 }
@@ -98,16 +107,29 @@ def _read(path: str) -> str:
 def run_admin(action: str, opts: dict[str, Any], admin: AdminClient) -> None:
     out = click.echo
     if action == "generate":
-        admin_actions.generate(admin, _read(str(opts["topics_to_move_json_file"])), str(opts["broker_list"]),
-                               not opts["disable_rack_aware"], out)
+        admin_actions.generate(
+            admin,
+            _read(str(opts["topics_to_move_json_file"])),
+            str(opts["broker_list"]),
+            not opts["disable_rack_aware"],
+            out,
+        )
     elif action == "execute":
         log_dir_throttle = opts["replica_alter_log_dirs_throttle"]
         timeout = opts["timeout"]
-        admin_actions.execute(admin, _read(str(opts["reassignment_json_file"])), bool(opts["additional"]),
-                              int(opts["throttle"]), out, -1 if log_dir_throttle is None else int(log_dir_throttle),
-                              admin_actions.DEFAULT_MOVE_TIMEOUT_MS if timeout is None else int(timeout))
+        admin_actions.execute(
+            admin,
+            _read(str(opts["reassignment_json_file"])),
+            bool(opts["additional"]),
+            int(opts["throttle"]),
+            out,
+            -1 if log_dir_throttle is None else int(log_dir_throttle),
+            admin_actions.DEFAULT_MOVE_TIMEOUT_MS if timeout is None else int(timeout),
+        )
     elif action == "verify":
-        admin_actions.verify(admin, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"]))
+        admin_actions.verify(
+            admin, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"])
+        )
     elif action == "cancel":
         admin_actions.cancel(admin, _read(str(opts["reassignment_json_file"])), out)
     else:
@@ -117,47 +139,97 @@ def run_admin(action: str, opts: dict[str, Any], admin: AdminClient) -> None:
 def run_zk(action: str, opts: dict[str, Any], zk: KafkaZkClient) -> None:
     out = click.echo
     if action == "generate":
-        zk_actions.generate(zk, _read(str(opts["topics_to_move_json_file"])), str(opts["broker_list"]),
-                            not opts["disable_rack_aware"], out)
+        zk_actions.generate(
+            zk,
+            _read(str(opts["topics_to_move_json_file"])),
+            str(opts["broker_list"]),
+            not opts["disable_rack_aware"],
+            out,
+        )
     elif action == "execute":
         zk_actions.execute(zk, _read(str(opts["reassignment_json_file"])), int(opts["throttle"]), out)
     else:
-        zk_actions.verify(zk, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"]))
+        zk_actions.verify(
+            zk, _read(str(opts["reassignment_json_file"])), out, bool(opts["preserve_throttles"])
+        )
 
 
 @click.command(context_settings=_CONTEXT, help=_PURPOSE)
-@click.option("--generate", is_flag=True, help="Generate a candidate partition reassignment configuration. "
-              "Note that this only generates a candidate assignment, it does not execute it.")
-@click.option("--execute", is_flag=True, help="Kick off the reassignment as specified by the "
-              "--reassignment-json-file option.")
-@click.option("--verify", is_flag=True, help="Verify if the reassignment completed as specified by the "
-              "--reassignment-json-file option.")
+@click.option(
+    "--generate",
+    is_flag=True,
+    help="Generate a candidate partition reassignment configuration. "
+    "Note that this only generates a candidate assignment, it does not execute it.",
+)
+@click.option(
+    "--execute",
+    is_flag=True,
+    help="Kick off the reassignment as specified by the --reassignment-json-file option.",
+)
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Verify if the reassignment completed as specified by the --reassignment-json-file option.",
+)
 @click.option("--cancel", is_flag=True, help="Cancel an active reassignment.")
 @click.option("--list", "list_", is_flag=True, help="List all active partition reassignments.")
-@click.option("--bootstrap-server", metavar="Server(s) to use for bootstrapping",
-              help="the server(s) to use for bootstrapping. REQUIRED if --zookeeper is not given.")
-@click.option("--zookeeper", metavar="urls", help="DEPRECATED: The connection string for the zookeeper "
-              "connection in the form host:port. Please use --bootstrap-server instead.")
-@click.option("--reassignment-json-file", metavar="manual assignment json file path",
-              help="The JSON file with the partition reassignment configuration.")
-@click.option("--topics-to-move-json-file", metavar="topics to reassign json file path",
-              help='Generate a reassignment configuration to move the partitions of the specified topics '
-              'to the list of brokers specified by the --broker-list option: {"topics": [{"topic": "foo"}, '
-              '{"topic": "foo1"}], "version": 1}')
-@click.option("--broker-list", metavar="brokerlist", help='The list of brokers to which the partitions need '
-              'to be reassigned in the form "0,1,2". Required with --topics-to-move-json-file.')
+@click.option(
+    "--bootstrap-server",
+    metavar="Server(s) to use for bootstrapping",
+    help="the server(s) to use for bootstrapping. REQUIRED if --zookeeper is not given.",
+)
+@click.option(
+    "--zookeeper",
+    metavar="urls",
+    help="DEPRECATED: The connection string for the zookeeper "
+    "connection in the form host:port. Please use --bootstrap-server instead.",
+)
+@click.option(
+    "--reassignment-json-file",
+    metavar="manual assignment json file path",
+    help="The JSON file with the partition reassignment configuration.",
+)
+@click.option(
+    "--topics-to-move-json-file",
+    metavar="topics to reassign json file path",
+    help="Generate a reassignment configuration to move the partitions of the specified topics "
+    'to the list of brokers specified by the --broker-list option: {"topics": [{"topic": "foo"}, '
+    '{"topic": "foo1"}], "version": 1}',
+)
+@click.option(
+    "--broker-list",
+    metavar="brokerlist",
+    help="The list of brokers to which the partitions need "
+    'to be reassigned in the form "0,1,2". Required with --topics-to-move-json-file.',
+)
 @click.option("--disable-rack-aware", is_flag=True, help="Disable rack aware replica assignment")
-@click.option("--throttle", type=int, default=None, metavar="throttle",
-              help="The movement of partitions between brokers will be throttled to this value (bytes/sec). "
-              "Run --verify until the reassignment completes, to remove the throttle.")
-@click.option("--replica-alter-log-dirs-throttle", type=int, default=None, metavar="replicaAlterLogDirsThrottle",
-              help="The movement of replicas between log directories on the same broker will be throttled to "
-              "this value (bytes/sec). Rerunning with this option, whilst a rebalance is in progress, will alter "
-              "the throttle value. The throttle rate should be at least 1 KB/s.")
-@click.option("--timeout", type=int, default=None, metavar="timeout",
-              help="The maximum time in ms to wait for log directory replica assignment to begin.")
-@click.option("--additional", is_flag=True, help="Execute this reassignment in addition to any other "
-              "ongoing ones.")
+@click.option(
+    "--throttle",
+    type=int,
+    default=None,
+    metavar="throttle",
+    help="The movement of partitions between brokers will be throttled to this value (bytes/sec). "
+    "Run --verify until the reassignment completes, to remove the throttle.",
+)
+@click.option(
+    "--replica-alter-log-dirs-throttle",
+    type=int,
+    default=None,
+    metavar="replicaAlterLogDirsThrottle",
+    help="The movement of replicas between log directories on the same broker will be throttled to "
+    "this value (bytes/sec). Rerunning with this option, whilst a rebalance is in progress, will alter "
+    "the throttle value. The throttle rate should be at least 1 KB/s.",
+)
+@click.option(
+    "--timeout",
+    type=int,
+    default=None,
+    metavar="timeout",
+    help="The maximum time in ms to wait for log directory replica assignment to begin.",
+)
+@click.option(
+    "--additional", is_flag=True, help="Execute this reassignment in addition to any other ongoing ones."
+)
 @click.option("--preserve-throttles", is_flag=True, help="Do not modify broker or topic throttles.")
 def command(**given: object) -> None:
     given["list"] = given.pop("list_")
@@ -180,14 +252,22 @@ def _run(action: str, opts: dict[str, Any]) -> int:
     try:
         if opts["bootstrap_server"]:
             if opts["zookeeper"]:
-                click.echo("Warning: ignoring deprecated --zookeeper option because --bootstrap-server was "
-                           "specified.  The --zookeeper option will be removed in a future version of Kafka.")
+                click.echo(
+                    "Warning: ignoring deprecated --zookeeper option because --bootstrap-server was "
+                    "specified.  The --zookeeper option will be removed in a future version of Kafka."
+                )
             admin = AdminClient(str(opts["bootstrap_server"]))
             run_admin(action, opts, admin)
         else:
-            click.echo("Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka.")
-            zk = KafkaZkClient(str(opts["zookeeper"]), session_timeout_ms=ZK_TIMEOUT_MS,
-                               connection_timeout_ms=ZK_TIMEOUT_MS, **tool_zk_security())
+            click.echo(
+                "Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka."
+            )
+            zk = KafkaZkClient(
+                str(opts["zookeeper"]),
+                session_timeout_ms=ZK_TIMEOUT_MS,
+                connection_timeout_ms=ZK_TIMEOUT_MS,
+                **tool_zk_security(),
+            )
             zk.start()
             run_zk(action, opts, zk)
         return 0

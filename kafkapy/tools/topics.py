@@ -253,5 +253,6 @@ def kafka_topics(ctx: click.Context, **params: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     run_command(kafka_topics, "kafkapy-topics", argv, usage_if_no_args=True, purpose=USAGE_MESSAGE)
 
+
 if __name__ == "__main__":
     main()

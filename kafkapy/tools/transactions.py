@@ -41,7 +41,8 @@ TRANSACTION_KEY_TYPE = 1
 def pretty_print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in (headers, *rows)) for i in range(len(headers))]
     return "\n".join(
-        "".join(cell + " " * (widths[i] - len(cell)) + "\t" for i, cell in enumerate(row)) for row in (headers, *rows)
+        "".join(cell + " " * (widths[i] - len(cell)) + "\t" for i, cell in enumerate(row))
+        for row in (headers, *rows)
     )
 
 
@@ -98,7 +99,9 @@ def _coordinator(admin: AdminClient, transactional_id: str) -> tuple[int, tuple[
 def describe_cmd(admin: AdminClient, transactional_id: str) -> None:
     """Describe the state of an active transactional-id."""
     node, address = _coordinator(admin, transactional_id)
-    _, resp = admin._send(address, ApiKey.DESCRIBE_TRANSACTIONS, lambda v: {"transactional_ids": [transactional_id]})
+    _, resp = admin._send(
+        address, ApiKey.DESCRIBE_TRANSACTIONS, lambda v: {"transactional_ids": [transactional_id]}
+    )
     s = resp.transaction_states[0]
     if s.error_code:
         _fail(f"Failed to describe transactional-id {transactional_id}: {error_name(s.error_code)}")

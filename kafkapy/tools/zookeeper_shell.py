@@ -29,7 +29,11 @@ from kafkapy.tools.command_line import run_command
 from kafkapy.zk.zk_auth import zk_credentials
 
 CONNECT_TIMEOUT_S = 30.0
-_CONTEXT = {"help_option_names": ["-h", "--help"], "ignore_unknown_options": True, "allow_interspersed_args": False}
+_CONTEXT = {
+    "help_option_names": ["-h", "--help"],
+    "ignore_unknown_options": True,
+    "allow_interspersed_args": False,
+}
 USAGE = """ZooKeeper -server host:port cmd args
 \tstat path
 \tset path data [version]
@@ -101,12 +105,22 @@ class Shell:
             return self._fail(str(e))
         return True
 
-    _ARITY = {"ls": (1, 1), "get": (1, 1), "stat": (1, 1), "create": (1, 2), "set": (2, 3), "delete": (1, 2),
-              "deleteall": (1, 1), "rmr": (1, 1)}
+    _ARITY = {
+        "ls": (1, 1),
+        "get": (1, 1),
+        "stat": (1, 1),
+        "create": (1, 2),
+        "set": (2, 3),
+        "delete": (1, 2),
+        "deleteall": (1, 1),
+        "rmr": (1, 1),
+    }
 
     def _arity_ok(self, name: str, args: list[str]) -> bool:
         low, high = self._ARITY[name]
-        positional = [a for a in args if a not in ("-s", "-e", "-w")] if name in ("create", "get", "ls") else args
+        positional = (
+            [a for a in args if a not in ("-s", "-e", "-w")] if name in ("create", "get", "ls") else args
+        )
         return low <= len(positional) <= high
 
     @staticmethod
@@ -179,13 +193,18 @@ def connect(server: str) -> KazooClient:
     # Like ZooKeeperMain under Kafka's zookeeper-shell.sh: authenticated as the `Client` section
     # of the JAAS file KAFKA_OPTS names, if any. Its `create` still makes open znodes.
     credentials = zk_credentials()
-    zk = KazooClient(hosts=server, timeout=CONNECT_TIMEOUT_S,
-                     auth_data=credentials.auth_data if credentials is not None else None)
+    zk = KazooClient(
+        hosts=server,
+        timeout=CONNECT_TIMEOUT_S,
+        auth_data=credentials.auth_data if credentials is not None else None,
+    )
     zk.start(timeout=CONNECT_TIMEOUT_S)
     return zk
 
 
-@click.command(context_settings=_CONTEXT, help="ZooKeeper shell: kafkapy-zookeeper-shell host:port[/chroot] [cmd args]")
+@click.command(
+    context_settings=_CONTEXT, help="ZooKeeper shell: kafkapy-zookeeper-shell host:port[/chroot] [cmd args]"
+)
 @click.argument("server")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
 def command(server: str, words: tuple[str, ...]) -> None:
@@ -208,7 +227,11 @@ def command(server: str, words: tuple[str, ...]) -> None:
     click.echo("\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null")
     try:
         shell = Shell(zk, click.echo, lambda line: click.echo(line, err=True))
-        ok = shell.run_lines(sys.stdin) if interactive else (list(words) == ["quit"] or shell.execute(list(words)))
+        ok = (
+            shell.run_lines(sys.stdin)
+            if interactive
+            else (list(words) == ["quit"] or shell.execute(list(words)))
+        )
     finally:
         zk.stop()
         zk.close()
@@ -216,8 +239,13 @@ def command(server: str, words: tuple[str, ...]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_command(command, "kafkapy-zookeeper-shell", argv, usage_if_no_args=True,
-                purpose="USAGE: kafkapy-zookeeper-shell zookeeper_host:port[/path] [args...]")
+    run_command(
+        command,
+        "kafkapy-zookeeper-shell",
+        argv,
+        usage_if_no_args=True,
+        purpose="USAGE: kafkapy-zookeeper-shell zookeeper_host:port[/path] [args...]",
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,10 @@ class ReassignPartitionsZNode:
 
     @staticmethod
     def encode(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
-        parts = [{"topic": tp[0], "partition": tp[1], "replicas": list(reassignment[tp])}
-                 for tp in sorted(reassignment)]
+        parts = [
+            {"topic": tp[0], "partition": tp[1], "replicas": list(reassignment[tp])}
+            for tp in sorted(reassignment)
+        ]
         return encode_json({"version": 1, "partitions": parts})
 
     @staticmethod
@@ -64,8 +66,10 @@ class ReassignPartitionsZNode:
         if js is None:
             return {}
         try:
-            return {TopicPartition(str(e["topic"]), int(e["partition"])): [int(r) for r in e["replicas"]]
-                    for e in js["partitions"]}
+            return {
+                TopicPartition(str(e["topic"]), int(e["partition"])): [int(r) for r in e["replicas"]]
+                for e in js["partitions"]
+            }
         except (KeyError, TypeError, ValueError) as e:
             raise ZkDataError(f"Failed to parse partition reassignment {data!r}") from e
 
@@ -110,7 +114,7 @@ class IsrChangeNotificationSequenceZNode:
     @classmethod
     def sequence_number(cls, path: str) -> str:
         prefix = cls.SEQUENCE_NUMBER_PREFIX
-        return path[path.rindex(prefix) + len(prefix):]
+        return path[path.rindex(prefix) + len(prefix) :]
 
 
 class LogDirEventNotificationZNode:
@@ -139,7 +143,7 @@ class LogDirEventNotificationSequenceZNode:
     @classmethod
     def sequence_number(cls, path: str) -> str:
         prefix = cls.SEQUENCE_NUMBER_PREFIX
-        return path[path.rindex(prefix) + len(prefix):]
+        return path[path.rindex(prefix) + len(prefix) :]
 
 
 class ProducerIdBlockZNode:
@@ -151,8 +155,9 @@ class ProducerIdBlockZNode:
 
     @staticmethod
     def encode(broker_id: int, block_start: int, block_end: int) -> bytes:
-        return encode_json({"version": 1, "broker": broker_id, "block_start": str(block_start),
-                            "block_end": str(block_end)})
+        return encode_json(
+            {"version": 1, "broker": broker_id, "block_start": str(block_start), "block_end": str(block_end)}
+        )
 
     @staticmethod
     def decode_block_end(data: bytes) -> int | None:

@@ -165,8 +165,17 @@ class BrokerIdZNode:
 
     # Kafka builds this JSON in a Scala mutable.HashMap, so keys come out in hash order;
     # this is that order (Kafka 2.8 brokers write exactly this).
-    _KEY_ORDER = ("listener_security_protocol_map", "endpoints", "rack", "jmx_port", "features",
-                  "host", "timestamp", "port", "version")
+    _KEY_ORDER = (
+        "listener_security_protocol_map",
+        "endpoints",
+        "rack",
+        "jmx_port",
+        "features",
+        "host",
+        "timestamp",
+        "port",
+        "version",
+    )
 
     @staticmethod
     def path(broker_id: int) -> str:
@@ -188,8 +197,9 @@ class BrokerIdZNode:
         if broker.rack is not None and broker.version >= 3:
             js["rack"] = broker.rack
         if broker.version >= 4:
-            js["listener_security_protocol_map"] = {e.listener_name: e.security_protocol
-                                                    for e in broker.endpoints}
+            js["listener_security_protocol_map"] = {
+                e.listener_name: e.security_protocol for e in broker.endpoints
+            }
         if broker.version >= 5:
             js["features"] = broker.features
         return encode_json(ordered(js, cls._KEY_ORDER))
@@ -203,7 +213,8 @@ class BrokerIdZNode:
                 raise ZkDataError(f"Unsupported version of broker registration: {data!r}")
             if version == 1:
                 endpoints: tuple[EndPoint, ...] = (
-                    EndPoint("PLAINTEXT", js["host"], int(js["port"]), "PLAINTEXT"),)
+                    EndPoint("PLAINTEXT", js["host"], int(js["port"]), "PLAINTEXT"),
+                )
             else:
                 protocol_map = js.get("listener_security_protocol_map")
                 endpoints = tuple(EndPoint.parse(s, protocol_map) for s in js["endpoints"])
@@ -218,8 +229,9 @@ class BrokerIdZNode:
                 features=js.get("features") or {},
             )
         except (ValueError, KeyError, TypeError) as e:
-            raise ZkDataError(f"Failed to parse ZooKeeper registration for broker {broker_id}: "
-                              f"{data!r}") from e
+            raise ZkDataError(
+                f"Failed to parse ZooKeeper registration for broker {broker_id}: {data!r}"
+            ) from e
 
 
 class FeatureZNodeStatus(enum.IntEnum):

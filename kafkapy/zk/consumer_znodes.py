@@ -99,8 +99,14 @@ class ConsumerIdZNode:
     @staticmethod
     def encode(reg: ConsumerRegistration) -> bytes:
         ts = now_ms() if reg.timestamp is None else reg.timestamp
-        return encode_json({"version": 1, "subscription": dict(reg.subscription),
-                            "pattern": reg.pattern, "timestamp": str(ts)})
+        return encode_json(
+            {
+                "version": 1,
+                "subscription": dict(reg.subscription),
+                "pattern": reg.pattern,
+                "timestamp": str(ts),
+            }
+        )
 
     @staticmethod
     def decode(data: bytes) -> ConsumerRegistration:
@@ -109,6 +115,8 @@ class ConsumerIdZNode:
             raise ZkDataError(f"Invalid consumer registration {data!r}")
         sub: Mapping[str, int] = js.get("subscription") or {}
         ts = js.get("timestamp")
-        return ConsumerRegistration({k: int(v) for k, v in sub.items()},
-                                    str(js.get("pattern", PATTERN_STATIC)),
-                                    int(ts) if ts is not None else None)
+        return ConsumerRegistration(
+            {k: int(v) for k, v in sub.items()},
+            str(js.get("pattern", PATTERN_STATIC)),
+            int(ts) if ts is not None else None,
+        )

@@ -99,13 +99,17 @@ class KafkaZkClient(ZkIO):
         if existing is not None:
             return existing
         try:
-            self.create_recursive(ClusterIdZNode.path(), ClusterIdZNode.encode(proposed or generate_cluster_id()))
+            self.create_recursive(
+                ClusterIdZNode.path(), ClusterIdZNode.encode(proposed or generate_cluster_id())
+            )
         except NodeExistsError:
             pass  # another broker won the race: its id is the cluster's
         cluster_id = self.get_cluster_id()
         if cluster_id is None:
-            raise ZkDataError("Failed to get cluster id from Zookeeper. This can happen if "
-                              "/cluster/id is deleted from Zookeeper.")
+            raise ZkDataError(
+                "Failed to get cluster id from Zookeeper. This can happen if "
+                "/cluster/id is deleted from Zookeeper."
+            )
         return cluster_id
 
     def generate_broker_sequence_id(self) -> int:
@@ -128,8 +132,13 @@ class KafkaZkClient(ZkIO):
         """Create the ephemeral /brokers/ids/<id>; returns its czxid, the broker epoch."""
         path = BrokerIdZNode.path(broker.id)
         czxid = self._checked_ephemeral_create(path, BrokerIdZNode.encode(broker))
-        log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d",
-                 broker.id, path, [e.connection_string for e in broker.endpoints], czxid)
+        log.info(
+            "Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d",
+            broker.id,
+            path,
+            [e.connection_string for e in broker.endpoints],
+            czxid,
+        )
         return czxid
 
     def update_broker_info(self, broker: BrokerInfo) -> None:
@@ -140,8 +149,9 @@ class KafkaZkClient(ZkIO):
         create retried after a connection loss); another session's node is an error."""
         while True:
             try:
-                _, stat = self._retry(self._zk.create, path, data, ephemeral=True, makepath=True,
-                                      include_data=True)
+                _, stat = self._retry(
+                    self._zk.create, path, data, ephemeral=True, makepath=True, include_data=True
+                )
                 created: int = stat.czxid
                 return created
             except NodeExistsError:
@@ -198,11 +208,17 @@ class KafkaZkClient(ZkIO):
         new_epoch = epoch + 1
         data = ControllerZNode.encode(broker_id)
         try:
-            results = self.multi_fenced([
-                lambda t: t.create(ControllerZNode.path(), data, acl=self.acls(ControllerZNode.path()), ephemeral=True),
-                lambda t: t.set_data(ControllerEpochZNode.path(), ControllerEpochZNode.encode(new_epoch),
-                                     epoch_zk_version),
-            ], MATCH_ANY_VERSION)
+            results = self.multi_fenced(
+                [
+                    lambda t: t.create(
+                        ControllerZNode.path(), data, acl=self.acls(ControllerZNode.path()), ephemeral=True
+                    ),
+                    lambda t: t.set_data(
+                        ControllerEpochZNode.path(), ControllerEpochZNode.encode(new_epoch), epoch_zk_version
+                    ),
+                ],
+                MATCH_ANY_VERSION,
+            )
             return new_epoch, results[1].version
         except (NodeExistsError, BadVersionError):
             # Either someone else won, or our own earlier attempt did before a connection loss.
@@ -211,11 +227,14 @@ class KafkaZkClient(ZkIO):
                 if now is not None and now[0] == new_epoch:
                     return now
             raise ControllerMovedException(
-                "Controller moved to another broker. Aborting controller startup procedure") from None
+                "Controller moved to another broker. Aborting controller startup procedure"
+            ) from None
 
     def _maybe_create_controller_epoch_znode(self) -> tuple[int, int]:
         try:
-            self.create_recursive(ControllerEpochZNode.path(), ControllerEpochZNode.encode(INITIAL_CONTROLLER_EPOCH))
+            self.create_recursive(
+                ControllerEpochZNode.path(), ControllerEpochZNode.encode(INITIAL_CONTROLLER_EPOCH)
+            )
             return INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION
         except NodeExistsError:
             current = self.get_controller_epoch()
@@ -226,7 +245,9 @@ class KafkaZkClient(ZkIO):
     def delete_controller(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
         """Resign: delete /controller (fenced, so a stale controller cannot remove a new one)."""
         try:
-            self.multi_fenced([lambda t: t.delete(ControllerZNode.path())], expected_controller_epoch_zk_version)
+            self.multi_fenced(
+                [lambda t: t.delete(ControllerZNode.path())], expected_controller_epoch_zk_version
+            )
         except NoNodeError:
             pass
 
@@ -235,9 +256,11 @@ class KafkaZkClient(ZkIO):
     def create_config_change_notification(self, sanitized_entity_path: str) -> str:
         """Tell every broker that "topics/t" (etc.) changed; returns the sequential znode's path."""
         self.make_sure_persistent_path_exists(ConfigEntityChangeNotificationZNode.path())
-        return self.create_recursive(ConfigEntityChangeNotificationSequenceZNode.create_path(),
-                                     ConfigEntityChangeNotificationSequenceZNode.encode(sanitized_entity_path),
-                                     sequential=True)
+        return self.create_recursive(
+            ConfigEntityChangeNotificationSequenceZNode.create_path(),
+            ConfigEntityChangeNotificationSequenceZNode.encode(sanitized_entity_path),
+            sequential=True,
+        )
 
     def get_config_change_notifications(self) -> list[str]:
         """Names of the pending config_change_ znodes, oldest first."""
@@ -246,15 +269,22 @@ class KafkaZkClient(ZkIO):
     # -- ISR change notifications -------------------------------------------------------------
 
     def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
-        return self.create_recursive(IsrChangeNotificationSequenceZNode.path(),
-                                     IsrChangeNotificationSequenceZNode.encode(partitions), sequential=True)
+        return self.create_recursive(
+            IsrChangeNotificationSequenceZNode.path(),
+            IsrChangeNotificationSequenceZNode.encode(partitions),
+            sequential=True,
+        )
 
     def get_all_isr_change_notifications(self) -> list[str]:
         """Sequence numbers of the pending notifications, oldest first."""
-        return sorted(IsrChangeNotificationSequenceZNode.sequence_number(c)
-                      for c in self.get_children(IsrChangeNotificationZNode.path()))
+        return sorted(
+            IsrChangeNotificationSequenceZNode.sequence_number(c)
+            for c in self.get_children(IsrChangeNotificationZNode.path())
+        )
 
-    def get_partitions_from_isr_change_notifications(self, sequence_numbers: Iterable[str]) -> list[TopicPartition]:
+    def get_partitions_from_isr_change_notifications(
+        self, sequence_numbers: Iterable[str]
+    ) -> list[TopicPartition]:
         partitions: set[TopicPartition] = set()
         for seq in sequence_numbers:
             got = self.get_data(IsrChangeNotificationSequenceZNode.path(seq))
@@ -262,39 +292,57 @@ class KafkaZkClient(ZkIO):
                 partitions |= IsrChangeNotificationSequenceZNode.decode(got[0])
         return sorted(partitions)
 
-    def delete_isr_change_notifications(self, sequence_numbers: Iterable[str] | None = None,
-                                        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_isr_change_notifications(
+        self,
+        sequence_numbers: Iterable[str] | None = None,
+        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION,
+    ) -> None:
         """Delete the given notifications, or all of them."""
         seqs = self.get_all_isr_change_notifications() if sequence_numbers is None else sequence_numbers
         for seq in seqs:
-            self.delete_recursive(IsrChangeNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version)
+            self.delete_recursive(
+                IsrChangeNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version
+            )
 
     # -- log dir event notifications ------------------------------------------------------------
 
     def propagate_log_dir_event(self, broker_id: int) -> str:
         """A log dir of `broker_id` failed: the controller sends it LeaderAndIsr to learn which."""
-        return self.create_recursive(LogDirEventNotificationSequenceZNode.path(),
-                                     LogDirEventNotificationSequenceZNode.encode(broker_id), sequential=True)
+        return self.create_recursive(
+            LogDirEventNotificationSequenceZNode.path(),
+            LogDirEventNotificationSequenceZNode.encode(broker_id),
+            sequential=True,
+        )
 
     def get_all_log_dir_event_notifications(self) -> list[str]:
         """Sequence numbers of the pending notifications, oldest first."""
-        return sorted(LogDirEventNotificationSequenceZNode.sequence_number(c)
-                      for c in self.get_children(LogDirEventNotificationZNode.path()))
+        return sorted(
+            LogDirEventNotificationSequenceZNode.sequence_number(c)
+            for c in self.get_children(LogDirEventNotificationZNode.path())
+        )
 
     def get_broker_ids_from_log_dir_events(self, sequence_numbers: Iterable[str]) -> list[int]:
         brokers: set[int] = set()
         for seq in sequence_numbers:
             got = self.get_data(LogDirEventNotificationSequenceZNode.path(seq))
-            if got is not None and (broker := LogDirEventNotificationSequenceZNode.decode(got[0])) is not None:
+            if (
+                got is not None
+                and (broker := LogDirEventNotificationSequenceZNode.decode(got[0])) is not None
+            ):
                 brokers.add(broker)
         return sorted(brokers)
 
-    def delete_log_dir_event_notifications(self, sequence_numbers: Iterable[str] | None = None,
-                                           expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_log_dir_event_notifications(
+        self,
+        sequence_numbers: Iterable[str] | None = None,
+        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION,
+    ) -> None:
         """Delete the given notifications, or all of them."""
         seqs = self.get_all_log_dir_event_notifications() if sequence_numbers is None else sequence_numbers
         for seq in seqs:
-            self.delete_recursive(LogDirEventNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version)
+            self.delete_recursive(
+                LogDirEventNotificationSequenceZNode.path(seq), expected_controller_epoch_zk_version
+            )
 
     # -- reassignment and preferred leader election -------------------------------------------
 
@@ -309,16 +357,23 @@ class KafkaZkClient(ZkIO):
         """NodeExistsError while a reassignment is still running."""
         self.create_recursive(ReassignPartitionsZNode.path(), ReassignPartitionsZNode.encode(reassignment))
 
-    def set_or_create_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]],
-                                             expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def set_or_create_partition_reassignment(
+        self,
+        reassignment: Mapping[TopicPartition, Sequence[int]],
+        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION,
+    ) -> None:
         data = ReassignPartitionsZNode.encode(reassignment)
         path = ReassignPartitionsZNode.path()
         try:
             self.multi_fenced([lambda t: t.set_data(path, data)], expected_controller_epoch_zk_version)
         except NoNodeError:
-            self.multi_fenced([lambda t: t.create(path, data, acl=self.acls(path))], expected_controller_epoch_zk_version)
+            self.multi_fenced(
+                [lambda t: t.create(path, data, acl=self.acls(path))], expected_controller_epoch_zk_version
+            )
 
-    def delete_partition_reassignment(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_partition_reassignment(
+        self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> None:
         self.delete_recursive(ReassignPartitionsZNode.path(), expected_controller_epoch_zk_version)
 
     def get_preferred_replica_election(self) -> set[TopicPartition]:
@@ -327,9 +382,13 @@ class KafkaZkClient(ZkIO):
 
     def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
         """NodeExistsError while an election is still in progress."""
-        self.create_recursive(PreferredReplicaElectionZNode.path(), PreferredReplicaElectionZNode.encode(partitions))
+        self.create_recursive(
+            PreferredReplicaElectionZNode.path(), PreferredReplicaElectionZNode.encode(partitions)
+        )
 
-    def delete_preferred_replica_election(self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_preferred_replica_election(
+        self, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> None:
         self.delete_recursive(PreferredReplicaElectionZNode.path(), expected_controller_epoch_zk_version)
 
     # -- topics, partition states, topic deletion, entity configs -------------------------------------------------------------------------------
@@ -340,8 +399,13 @@ class KafkaZkClient(ZkIO):
     def topic_exists(self, topic: str) -> bool:
         return self.path_exists(TopicZNode.path(topic))
 
-    def create_topic_assignment(self, topic: str, topic_id: str | None, assignment: Assignment,
-                                configs: Mapping[str, str] | None = None) -> None:
+    def create_topic_assignment(
+        self,
+        topic: str,
+        topic_id: str | None,
+        assignment: Assignment,
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
         """Configs first, then the assignment: the controller reacts to /brokers/topics/<t>, and
         must find the topic's configs in place when it does (Kafka's AdminZkClient order)."""
         if configs is not None:
@@ -351,8 +415,13 @@ class KafkaZkClient(ZkIO):
         except NodeExistsError:
             raise TopicExistsException(f"Topic '{topic}' already exists.") from None
 
-    def set_topic_assignment(self, topic: str, assignment: Assignment, topic_id: str | None = None,
-                             expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def set_topic_assignment(
+        self,
+        topic: str,
+        assignment: Assignment,
+        topic_id: str | None = None,
+        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION,
+    ) -> None:
         """Replace a topic's assignment (add partitions, reassignment). topic_id None keeps the
         topic's current id: a topic id never changes."""
         if topic_id is None:
@@ -360,8 +429,9 @@ class KafkaZkClient(ZkIO):
             topic_id = current.topic_id if current is not None else None
         data = TopicZNode.encode(topic_id, assignment)
         try:
-            self.multi_fenced([lambda t: t.set_data(TopicZNode.path(topic), data)],
-                              expected_controller_epoch_zk_version)
+            self.multi_fenced(
+                [lambda t: t.set_data(TopicZNode.path(topic), data)], expected_controller_epoch_zk_version
+            )
         except NoNodeError:
             raise UnknownTopicOrPartitionException(f"Topic '{topic}' does not exist.") from None
 
@@ -369,7 +439,9 @@ class KafkaZkClient(ZkIO):
         got = self.get_data(TopicZNode.path(topic))
         return None if got is None else TopicZNode.decode(topic, got[0])
 
-    def get_full_replica_assignment_for_topics(self, topics: Iterable[str]) -> dict[str, TopicIdReplicaAssignment]:
+    def get_full_replica_assignment_for_topics(
+        self, topics: Iterable[str]
+    ) -> dict[str, TopicIdReplicaAssignment]:
         """Topics that do not exist are left out."""
         result = {}
         for topic in topics:
@@ -379,12 +451,16 @@ class KafkaZkClient(ZkIO):
         return result
 
     def get_replica_assignment_for_topics(self, topics: Iterable[str]) -> dict[TopicPartition, list[int]]:
-        return {TopicPartition(t, p): replicas
-                for t, a in self.get_full_replica_assignment_for_topics(topics).items()
-                for p, replicas in a.replicas().items()}
+        return {
+            TopicPartition(t, p): replicas
+            for t, a in self.get_full_replica_assignment_for_topics(topics).items()
+            for p, replicas in a.replicas().items()
+        }
 
     def get_partitions_for_topics(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        return {t: sorted(a.assignment) for t, a in self.get_full_replica_assignment_for_topics(topics).items()}
+        return {
+            t: sorted(a.assignment) for t, a in self.get_full_replica_assignment_for_topics(topics).items()
+        }
 
     # -- partition states ---------------------------------------------------------------------
 
@@ -392,8 +468,9 @@ class KafkaZkClient(ZkIO):
         got = self.get_data(TopicPartitionStateZNode.path(tp))
         return None if got is None else TopicPartitionStateZNode.decode(got[0], got[1].version)
 
-    def get_topic_partition_states(self, partitions: Iterable[TopicPartition]
-                                   ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    def get_topic_partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         """Partitions without a state znode are left out."""
         result = {}
         for tp in partitions:
@@ -402,9 +479,11 @@ class KafkaZkClient(ZkIO):
                 result[tp] = state
         return result
 
-    def create_topic_partition_states(self, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
-                                      expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
-                                      ) -> dict[TopicPartition, Exception | None]:
+    def create_topic_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION,
+    ) -> dict[TopicPartition, Exception | None]:
         """Create each partition's state znode (and its parents); per partition None on success
         or the error (NodeExistsError if it already has a state)."""
         result: dict[TopicPartition, Exception | None] = {}
@@ -413,8 +492,16 @@ class KafkaZkClient(ZkIO):
             self.make_sure_persistent_path_exists(TopicPartitionZNode.path(tp))
             data = TopicPartitionStateZNode.encode(state)
             try:
-                self.multi_fenced([lambda t, p=tp, d=data: t.create(TopicPartitionStateZNode.path(p), d, acl=self.acls(TopicPartitionStateZNode.path(p)))],  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-                                  expected_controller_epoch_zk_version)
+                self.multi_fenced(
+                    [
+                        lambda t, p=tp, d=data: t.create(  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+                            TopicPartitionStateZNode.path(p),
+                            d,
+                            acl=self.acls(TopicPartitionStateZNode.path(p)),
+                        )
+                    ],
+                    expected_controller_epoch_zk_version,
+                )
                 result[tp] = None
             except ControllerMovedException:
                 raise
@@ -422,17 +509,25 @@ class KafkaZkClient(ZkIO):
                 result[tp] = e
         return result
 
-    def update_leader_and_isr(self, leader_and_isrs: Mapping[TopicPartition, LeaderAndIsr], controller_epoch: int,
-                              expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
-                              ) -> UpdateLeaderAndIsrResult:
+    def update_leader_and_isr(
+        self,
+        leader_and_isrs: Mapping[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION,
+    ) -> UpdateLeaderAndIsrResult:
         """Write each new LeaderAndIsr if its state znode is still at the zk version it carries."""
         result = UpdateLeaderAndIsrResult()
         for tp, lai in leader_and_isrs.items():
             data = TopicPartitionStateZNode.encode(LeaderIsrAndControllerEpoch(lai, controller_epoch))
             try:
                 res = self.multi_fenced(
-                    [lambda t, p=tp, d=data, v=lai.zk_version: t.set_data(TopicPartitionStateZNode.path(p), d, v)],  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-                    expected_controller_epoch_zk_version)
+                    [
+                        lambda t, p=tp, d=data, v=lai.zk_version: t.set_data(  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+                            TopicPartitionStateZNode.path(p), d, v
+                        )
+                    ],
+                    expected_controller_epoch_zk_version,
+                )
                 result.finished[tp] = lai.with_zk_version(res[-1].version)
             except BadVersionError:
                 result.to_retry.append(tp)
@@ -454,20 +549,28 @@ class KafkaZkClient(ZkIO):
     def get_topic_deletions(self) -> list[str]:
         return sorted(self.get_children(DeleteTopicsZNode.path()))
 
-    def delete_topic_deletions(self, topics: Iterable[str],
-                               expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_topic_deletions(
+        self, topics: Iterable[str], expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> None:
         for topic in topics:
             self.delete_recursive(DeleteTopicsTopicZNode.path(topic), expected_controller_epoch_zk_version)
 
-    def delete_topic_znode(self, topic: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_topic_znode(
+        self, topic: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> None:
         self.delete_recursive(TopicZNode.path(topic), expected_controller_epoch_zk_version)
 
-    def delete_topic_configs(self, topics: Iterable[str],
-                             expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_topic_configs(
+        self, topics: Iterable[str], expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> None:
         for topic in topics:
-            self.delete_recursive(ConfigEntityZNode.path(ConfigType.TOPIC, topic), expected_controller_epoch_zk_version)
+            self.delete_recursive(
+                ConfigEntityZNode.path(ConfigType.TOPIC, topic), expected_controller_epoch_zk_version
+            )
 
-    def delete_topic_paths(self, topic: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> None:
+    def delete_topic_paths(
+        self, topic: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> None:
         """What the controller removes once a topic's replicas are gone, in Kafka's order."""
         self.delete_topic_znode(topic, expected_controller_epoch_zk_version)
         self.delete_topic_configs([topic], expected_controller_epoch_zk_version)
@@ -479,7 +582,9 @@ class KafkaZkClient(ZkIO):
         got = self.get_data(ConfigEntityZNode.path(entity_type, sanitized_name))
         return {} if got is None else ConfigEntityZNode.decode(got[0])
 
-    def set_or_create_entity_configs(self, entity_type: str, sanitized_name: str, config: Mapping[str, str]) -> None:
+    def set_or_create_entity_configs(
+        self, entity_type: str, sanitized_name: str, config: Mapping[str, str]
+    ) -> None:
         path = ConfigEntityZNode.path(entity_type, sanitized_name)
         data = ConfigEntityZNode.encode(config)
         while True:

@@ -35,16 +35,22 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     return result
 
 
-def assign_replicas_rack_aware(broker_racks: Mapping[int, str], n_partitions: int, replication_factor: int,
-                               fixed_start_index: int = -1, start_partition_id: int = -1,
-                               rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_replicas_rack_aware(
+    broker_racks: Mapping[int, str],
+    n_partitions: int,
+    replication_factor: int,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     if n_partitions <= 0:
         raise InvalidPartitionsException("Number of partitions must be larger than 0.")
     if replication_factor <= 0:
         raise InvalidReplicationFactorException("Replication factor must be larger than 0.")
     if replication_factor > len(broker_racks):
         raise InvalidReplicationFactorException(
-            f"Replication factor: {replication_factor} larger than available brokers: {len(broker_racks)}.")
+            f"Replication factor: {replication_factor} larger than available brokers: {len(broker_racks)}."
+        )
     rng = rng or random.Random()
     arranged = rack_alternated_broker_list(broker_racks)
     n_brokers = len(arranged)
@@ -82,16 +88,23 @@ def assign_replicas_rack_aware(broker_racks: Mapping[int, str], n_partitions: in
     return result
 
 
-def assign_replicas(broker_racks: Mapping[int, str | None], n_partitions: int, replication_factor: int,
-                    fixed_start_index: int = -1, start_partition_id: int = -1,
-                    rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_replicas(
+    broker_racks: Mapping[int, str | None],
+    n_partitions: int,
+    replication_factor: int,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     """Kafka's assignReplicasToBrokers: rack-aware when every broker has a rack, rack-unaware
     when none has (pass racks as None to disable rack awareness)."""
     with_rack = {b: r for b, r in broker_racks.items() if r is not None}
     if not with_rack:
-        return assign_replicas_to_brokers(sorted(broker_racks), n_partitions, replication_factor,
-                                          fixed_start_index, start_partition_id, rng)
+        return assign_replicas_to_brokers(
+            sorted(broker_racks), n_partitions, replication_factor, fixed_start_index, start_partition_id, rng
+        )
     if len(with_rack) != len(broker_racks):
         raise AdminOperationError("Not all brokers have rack information for replica rack aware assignment.")
-    return assign_replicas_rack_aware(with_rack, n_partitions, replication_factor, fixed_start_index,
-                                      start_partition_id, rng)
+    return assign_replicas_rack_aware(
+        with_rack, n_partitions, replication_factor, fixed_start_index, start_partition_id, rng
+    )

@@ -14,9 +14,14 @@ from collections.abc import Sequence
 from kafkapy.protocol.errors import InvalidPartitionsException, InvalidReplicationFactorException
 
 
-def assign_replicas_to_brokers(broker_list: Sequence[int], n_partitions: int, replication_factor: int,
-                               fixed_start_index: int = -1, start_partition_id: int = -1,
-                               rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_replicas_to_brokers(
+    broker_list: Sequence[int],
+    n_partitions: int,
+    replication_factor: int,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     """{partition id: replicas}; starting points are random unless `fixed_start_index` >= 0.
 
     `start_partition_id` >= 0 numbers the new partitions from there (adding partitions)."""
@@ -27,7 +32,8 @@ def assign_replicas_to_brokers(broker_list: Sequence[int], n_partitions: int, re
     n_brokers = len(broker_list)
     if replication_factor > n_brokers:
         raise InvalidReplicationFactorException(
-            f"Replication factor: {replication_factor} larger than available brokers: {n_brokers}.")
+            f"Replication factor: {replication_factor} larger than available brokers: {n_brokers}."
+        )
     rng = rng or random.Random()
     start_index = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n_brokers)
     next_replica_shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n_brokers)
@@ -45,8 +51,9 @@ def assign_replicas_to_brokers(broker_list: Sequence[int], n_partitions: int, re
     return result
 
 
-def _replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int,
-                   n_brokers: int) -> int:
+def _replica_index(
+    first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int
+) -> int:
     # The shift is in 1..n-1, so a follower never lands on the first replica's broker.
     shift = 1 + (second_replica_shift + replica_index) % (n_brokers - 1)
     return (first_replica_index + shift) % n_brokers

@@ -16,9 +16,11 @@ TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
 
 # What kafka-topics prints when a new name mixes '.' and '_'.
-COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or "
-                     "underscore ('_') could collide. To avoid issues it is best to use either, "
-                     "but not both.")
+COLLISION_WARNING = (
+    "WARNING: Due to limitations in metric names, topics with a period ('.') or "
+    "underscore ('_') could collide. To avoid issues it is best to use either, "
+    "but not both."
+)
 
 
 def validate_topic_name(topic: str) -> None:
@@ -28,12 +30,16 @@ def validate_topic_name(topic: str) -> None:
     if topic in (".", ".."):
         raise InvalidTopicException('Topic name cannot be "." or ".."')
     if len(topic) > MAX_NAME_LENGTH:
-        raise InvalidTopicException(f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
-                                    f"characters, topic name: {topic}")
+        raise InvalidTopicException(
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
+            f"characters, topic name: {topic}"
+        )
     # fullmatch on an ASCII class: str.isalnum() would let non-ASCII letters through.
     if not _LEGAL.fullmatch(topic):
-        raise InvalidTopicException(f'Topic name "{topic}" is illegal, it contains a character other '
-                                    "than ASCII alphanumerics, '.', '_' and '-'")
+        raise InvalidTopicException(
+            f'Topic name "{topic}" is illegal, it contains a character other '
+            "than ASCII alphanumerics, '.', '_' and '-'"
+        )
 
 
 def is_internal(topic: str) -> bool:

@@ -49,8 +49,7 @@ class TopicZNode:
         return f"{TopicsZNode.path()}/{topic}"
 
     @staticmethod
-    def encode(topic_id: str | None,
-               assignment: Mapping[int, ReplicaAssignment | Sequence[int]]) -> bytes:
+    def encode(topic_id: str | None, assignment: Mapping[int, ReplicaAssignment | Sequence[int]]) -> bytes:
         partitions: dict[str, list[int]] = {}
         adding: dict[str, list[int]] = {}
         removing: dict[str, list[int]] = {}
@@ -79,8 +78,9 @@ class TopicZNode:
             adding = js.get("adding_replicas") or {}
             removing = js.get("removing_replicas") or {}
             assignment = {
-                int(p): ReplicaAssignment(tuple(replicas), tuple(adding.get(p, ())),
-                                          tuple(removing.get(p, ())))
+                int(p): ReplicaAssignment(
+                    tuple(replicas), tuple(adding.get(p, ())), tuple(removing.get(p, ()))
+                )
                 for p, replicas in (js.get("partitions") or {}).items()
             }
             return TopicIdReplicaAssignment(topic, js.get("topic_id"), assignment)
@@ -98,8 +98,6 @@ class TopicPartitionZNode:
     @staticmethod
     def path(tp: TopicPartition) -> str:
         return f"{TopicPartitionsZNode.path(tp.topic)}/{tp.partition}"
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +139,15 @@ class TopicPartitionStateZNode:
     def encode(state: LeaderIsrAndControllerEpoch) -> bytes:
         lai = state.leader_and_isr
         # Key order is the one Kafka's immutable five-entry HashMap produces.
-        return encode_json({"controller_epoch": state.controller_epoch, "leader": lai.leader,
-                            "version": 1, "leader_epoch": lai.leader_epoch, "isr": list(lai.isr)})
+        return encode_json(
+            {
+                "controller_epoch": state.controller_epoch,
+                "leader": lai.leader,
+                "version": 1,
+                "leader_epoch": lai.leader_epoch,
+                "isr": list(lai.isr),
+            }
+        )
 
     @staticmethod
     def decode(data: bytes, zk_version: int) -> LeaderIsrAndControllerEpoch | None:
@@ -150,8 +155,9 @@ class TopicPartitionStateZNode:
         if js is None:
             return None
         try:
-            lai = LeaderAndIsr(int(js["leader"]), int(js["leader_epoch"]),
-                               tuple(int(b) for b in js["isr"]), zk_version)
+            lai = LeaderAndIsr(
+                int(js["leader"]), int(js["leader_epoch"]), tuple(int(b) for b in js["isr"]), zk_version
+            )
             return LeaderIsrAndControllerEpoch(lai, int(js["controller_epoch"]))
         except (KeyError, TypeError, ValueError) as e:
             raise ZkDataError(f"Failed to parse partition state {data!r}") from e

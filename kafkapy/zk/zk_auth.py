@@ -134,5 +134,7 @@ def tool_zk_security(env: Mapping[str, str] | None = None) -> ZkSecurity:
     return {"credentials": credentials, "secure_acls": credentials is not None}
 
 
-NO_AUTH_HINT = ("the znode is secured (zookeeper.set.acl=true): set KAFKA_OPTS="
-                "-Djava.security.auth.login.config=<JAAS file with a Client section> to write it")
+NO_AUTH_HINT = (
+    "the znode is secured (zookeeper.set.acl=true): set KAFKA_OPTS="
+    "-Djava.security.auth.login.config=<JAAS file with a Client section> to write it"
+)

@@ -67,9 +67,15 @@ def split_chroot(connect: str) -> tuple[str, str | None]:
 
 
 class ZkIO:
-    def __init__(self, connect: str, session_timeout_ms: int = 18000,
-                 connection_timeout_ms: int | None = None, *,
-                 credentials: ZkCredentials | None = None, secure_acls: bool = False) -> None:
+    def __init__(
+        self,
+        connect: str,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int | None = None,
+        *,
+        credentials: ZkCredentials | None = None,
+        secure_acls: bool = False,
+    ) -> None:
         """`credentials`: the identity to authenticate as (ZooKeeper's digest scheme);
         `secure_acls`: create znodes with Kafka's secure ACLs (zookeeper.set.acl)."""
         self.connect = connect
@@ -81,13 +87,22 @@ class ZkIO:
         # Kafka: zookeeper.connection.timeout.ms defaults to the session timeout.
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
         # Retry through connection loss (like Kafka's retryRequestUntilConnected), but bounded.
-        retry = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0,
-                 "deadline": max(self._session_timeout_s, self._connection_timeout_s)}
-        self._zk = KazooClient(hosts=connect, timeout=self._session_timeout_s,
-                               connection_retry={**retry, "deadline": None}, command_retry=retry,
-                               auth_data=self._auth_data,
-                               # for anything made without acl= (kazoo's own ensure_path)
-                               default_acl=default_acls(secure_acls, "/"))
+        retry = {
+            "max_tries": -1,
+            "delay": 0.05,
+            "backoff": 2,
+            "max_delay": 1.0,
+            "deadline": max(self._session_timeout_s, self._connection_timeout_s),
+        }
+        self._zk = KazooClient(
+            hosts=connect,
+            timeout=self._session_timeout_s,
+            connection_retry={**retry, "deadline": None},
+            command_retry=retry,
+            auth_data=self._auth_data,
+            # for anything made without acl= (kazoo's own ensure_path)
+            default_acl=default_acls(secure_acls, "/"),
+        )
         self.watches = WatchRegistry(self._zk)
         self._state_handlers: dict[str, StateChangeHandler | StateChangeCallback] = {}
         # Session handlers run in order on one thread of their own, never on kazoo's
@@ -107,7 +122,8 @@ class ZkIO:
             self._zk.stop()
             raise ZooKeeperClientTimeoutError(
                 f"Timed out waiting for connection to {self.connect} "
-                f"after {self._connection_timeout_s * 1000:.0f} ms") from e
+                f"after {self._connection_timeout_s * 1000:.0f} ms"
+            ) from e
         self._session_id = self.session_id
         self._zk.add_listener(self._on_state)
 
@@ -122,8 +138,12 @@ class ZkIO:
     def _ensure_chroot(self) -> None:
         # kazoo (like ZooKeeper's own client) resolves paths under the chroot but does not
         # create it; Kafka creates it first with a chroot-less client, and so do we.
-        bare = KazooClient(hosts=self._hosts, timeout=self._session_timeout_s, auth_data=self._auth_data,
-                           default_acl=self.acls(self.chroot or "/"))
+        bare = KazooClient(
+            hosts=self._hosts,
+            timeout=self._session_timeout_s,
+            auth_data=self._auth_data,
+            default_acl=self.acls(self.chroot or "/"),
+        )
         try:
             bare.start(timeout=self._connection_timeout_s)
         except KazooTimeoutError as e:
@@ -224,7 +244,13 @@ class ZkIO:
         if self._closing:
             return "CLOSED"
         state = self._zk.state
-        return "CONNECTED" if state == KazooState.CONNECTED else "CONNECTING" if state == KazooState.SUSPENDED else "CLOSED"
+        return (
+            "CONNECTED"
+            if state == KazooState.CONNECTED
+            else "CONNECTING"
+            if state == KazooState.SUSPENDED
+            else "CLOSED"
+        )
 
     def get_data(self, path: str) -> tuple[bytes, ZnodeStat] | None:
         try:
@@ -242,14 +268,16 @@ class ZkIO:
     def path_exists(self, path: str) -> bool:
         return self._retry(self._zk.exists, path) is not None
 
-    def create_recursive(self, path: str, data: bytes = b"", *, ephemeral: bool = False,
-                         sequential: bool = False) -> str:
+    def create_recursive(
+        self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False
+    ) -> str:
         """Create `path` and any missing parents; raises NodeExistsError. Returns the path made
         (with its sequence number when sequential)."""
         while True:
             try:
-                made: str = self._retry(self._zk.create, path, data, acl=self.acls(path),
-                                        ephemeral=ephemeral, sequence=sequential)
+                made: str = self._retry(
+                    self._zk.create, path, data, acl=self.acls(path), ephemeral=ephemeral, sequence=sequential
+                )
                 return made
             except NoNodeError:
                 # Parents first, each with its own ACLs (as Kafka's createRecursive does).
@@ -287,7 +315,9 @@ class ZkIO:
         except NoNodeError:
             return False
 
-    def delete_recursive(self, path: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION) -> bool:
+    def delete_recursive(
+        self, path: str, expected_controller_epoch_zk_version: int = MATCH_ANY_VERSION
+    ) -> bool:
         """Delete `path` and everything under it; False if it did not exist."""
         while True:
             for child in self.get_children(path):
@@ -320,7 +350,8 @@ class ZkIO:
             if isinstance(check, Exception) and not _rolled_back(check):
                 raise ControllerMovedException(
                     "Controller epoch zkVersion check fails. Expected zkVersion = "
-                    f"{expected_controller_epoch_zk_version}")
+                    f"{expected_controller_epoch_zk_version}"
+                )
         for r in results:
             if isinstance(r, NoAuthError):
                 raise ZkNoAuthError(None) from r

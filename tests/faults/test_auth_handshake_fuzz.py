@@ -68,7 +68,12 @@ PLAIN_JAAS = (
     'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 )
 AUTH_APIS = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
-UNSUPPORTED_VERSION, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 35, 33, 34, 58
+UNSUPPORTED_VERSION, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = (
+    35,
+    33,
+    34,
+    58,
+)
 SASL_ERRORS = {0, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED}
 PROBE_CORRELATION = 0x5EC0DE
 
@@ -113,7 +118,9 @@ class Session:
             self.closed = True
             return False
 
-    def call(self, api_key: int, version: int, body: dict[str, Any], correlation_id: int | None = None) -> Any:
+    def call(
+        self, api_key: int, version: int, body: dict[str, Any], correlation_id: int | None = None
+    ) -> Any:
         """Send a request, return its decoded answer (None if the broker closed instead)."""
         cid = self.next_id if correlation_id is None else correlation_id
         self.next_id += 1
@@ -182,7 +189,9 @@ class Session:
             return
         while not self.closed:
             if self.read_answer() is None and not self.closed:
-                raise AssertionError("the broker left an unauthenticated connection open after a Metadata request")
+                raise AssertionError(
+                    "the broker left an unauthenticated connection open after a Metadata request"
+                )
         self.findings["probe: closed"] += 1
 
     def close(self) -> None:
@@ -267,7 +276,7 @@ def _client_first(rng: random.Random, client: ScramClient) -> tuple[bytes, bool]
     bare = good[3:]
     choice = rng.randrange(12)
     mutants = [
-        b"y,,"+ bare,  # gs2: client supports channel binding, fine in Kafka: still valid
+        b"y,," + bare,  # gs2: client supports channel binding, fine in Kafka: still valid
         b"p=tls-unique,," + bare,  # channel binding demanded
         b"x,," + bare,
         b"n,a=bob," + bare,  # authzid is not the user
@@ -349,7 +358,9 @@ def case_out_of_order(s: Session, rng: random.Random) -> None:
         lambda: s.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}),
         lambda: s.call(ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "SCRAM-SHA-256"}),
         lambda: s.call(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\x00alice\x00wrong"}),
-        lambda: s.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "fuzz", "client_software_version": "1"}),
+        lambda: s.call(
+            ApiKey.API_VERSIONS, 3, {"client_software_name": "fuzz", "client_software_version": "1"}
+        ),
         lambda: s.call(ApiKey.METADATA, 1, {"topics": None}),
     ]
     for _ in range(rng.randrange(2, 5)):
@@ -458,7 +469,9 @@ def tls_case(port: int, rng: random.Random, hello: bytes, findings: Counter[str]
             pass
     if len(received) >= 8:
         (cid,) = struct.unpack_from(">i", received, 4)
-        assert cid != PROBE_CORRELATION, f"a plaintext Metadata on the TLS port was answered: {received[:64]!r}"
+        assert cid != PROBE_CORRELATION, (
+            f"a plaintext Metadata on the TLS port was answered: {received[:64]!r}"
+        )
     findings[f"TLS {name}: {outcome}"] += 1
 
 
@@ -466,7 +479,9 @@ def tls_case(port: int, rng: random.Random, hello: bytes, findings: Counter[str]
 
 
 @pytest.fixture(scope="module")
-def fuzz_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkapyCluster, dict[str, int], Pki]]:
+def fuzz_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[KafkapyCluster, dict[str, int], Pki]]:
     pki = make_pki(tmp_path_factory.mktemp("pki"))
     ports: dict[str, int] = {}
 

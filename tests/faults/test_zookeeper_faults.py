@@ -57,7 +57,9 @@ def _finish_and_audit(cluster: KafkapyCluster, producer: NumberedProducer, label
         # A fatal producer error ends the wait: the audit below says what was lost.
         return producer.fatal is not None or producer.acked_count() >= before + 200
 
-    figures["s_to_next_200_acks"] = round(wait_for(produced_200_more, 60, "200 acknowledgements after the fault"), 2)
+    figures["s_to_next_200_acks"] = round(
+        wait_for(produced_200_more, 60, "200 acknowledgements after the fault"), 2
+    )
     unresolved = producer.stop()
     result = audit(producer, read_partitions(cluster.bootstrap_servers, TOPIC, PARTITIONS))
     figures.update(
@@ -190,7 +192,8 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
                     wait_for(lambda: zk_controller(zk) not in (-1, victim), 30, "another controller"), 2
                 ),
                 "s_to_old_registration_gone": round(
-                    wait_for(lambda: not zk.exists(f"/brokers/ids/{victim}"), 30, "the expired registration"), 2
+                    wait_for(lambda: not zk.exists(f"/brokers/ids/{victim}"), 30, "the expired registration"),
+                    2,
                 ),
             }
             figures["s_to_leaders_moved"] = round(
@@ -262,7 +265,10 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
         try:
             figures: dict[str, object] = {
                 "s_to_registration_gone": round(
-                    wait_for(lambda: not zk.exists(f"/brokers/ids/{victim}"), 30, "the victim's session to expire"), 2
+                    wait_for(
+                        lambda: not zk.exists(f"/brokers/ids/{victim}"), 30, "the victim's session to expire"
+                    ),
+                    2,
                 )
             }
             figures["s_to_new_leader"] = round(
@@ -312,7 +318,9 @@ NEXT_LEADER = ["survivor", "controller"]
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("next_leader", NEXT_LEADER)
 @pytest.mark.kafkapy_cluster(brokers=3, overrides={**BASE, "zookeeper.session.timeout.ms": "6000"})
-def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyCluster, next_leader: str) -> None:
+def test_controller_killed_during_a_leader_election(
+    kafkapy_cluster: KafkapyCluster, next_leader: str
+) -> None:
     """SIGKILL a leader, and the controller the moment the leader's registration disappears (while
     it elects new leaders): the next controller finishes the job, every leader comes from the ISR."""
     cluster = kafkapy_cluster
@@ -336,7 +344,10 @@ def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyClus
         # ZooKeeper (its LeaderAndIsr requests and the rest of its writes not yet done).
         epochs = [(s["leader_epoch"], s["isr"]) for s in before]
         figures["controller_wrote_before_kill"] = wait_quietly(
-            lambda: [(s["leader_epoch"], s["isr"]) for s in partition_states(zk, TOPIC, PARTITIONS)] != epochs, 2.0
+            lambda: (
+                [(s["leader_epoch"], s["isr"]) for s in partition_states(zk, TOPIC, PARTITIONS)] != epochs
+            ),
+            2.0,
         )
         cluster.broker(controller).kill()
         figures["s_to_new_controller"] = round(
@@ -370,7 +381,9 @@ def test_controller_killed_during_a_leader_election(kafkapy_cluster: KafkapyClus
             ), 2
         )  # fmt: skip
         figures["acked_before_restart"] = acked_alone
-        _finish_and_audit(cluster, producer, f"controller killed during an election ({next_leader} next)", figures)
+        _finish_and_audit(
+            cluster, producer, f"controller killed during an election ({next_leader} next)", figures
+        )
     finally:
         zk.stop()
         zk.close()

@@ -165,7 +165,9 @@ class NumberedProducer:
         return len(self._producer)
 
 
-def read_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0) -> dict[int, dict[int, int]]:
+def read_partitions(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 60.0
+) -> dict[int, dict[int, int]]:
     """Everything in the topic up to each partition's high watermark: {partition: {offset: n}}."""
     consumer = Consumer(
         {
@@ -181,7 +183,9 @@ def read_partitions(bootstrap: str, topic: str, partitions: int, timeout: float 
         got: dict[int, dict[int, int]] = {p: {} for p in range(partitions)}
         deadline = time.monotonic() + timeout
         while any(len(got[p]) < ends[p] and (max(got[p], default=-1) + 1) < ends[p] for p in got):
-            assert time.monotonic() < deadline, f"could not read up to {ends}: have {[len(v) for v in got.values()]}"
+            assert time.monotonic() < deadline, (
+                f"could not read up to {ends}: have {[len(v) for v in got.values()]}"
+            )
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
@@ -201,7 +205,9 @@ class Audit:
 
     def assert_clean(self) -> None:
         assert not self.lost, f"{len(self.lost)} acknowledged records lost, e.g. {self.lost[:10]}"
-        assert not self.misplaced, f"{len(self.misplaced)} records not at their acked offset: {self.misplaced[:10]}"
+        assert not self.misplaced, (
+            f"{len(self.misplaced)} records not at their acked offset: {self.misplaced[:10]}"
+        )
         assert not self.duplicates, f"{len(self.duplicates)} records written twice: {self.duplicates[:10]}"
 
 

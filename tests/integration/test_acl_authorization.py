@@ -156,7 +156,9 @@ def _eventually(check: Callable[[], bool], timeout_s: float = 20.0) -> bool:
     return False
 
 
-def _produce(ports: dict[int, int], user: str, topic: str, n: int = 3, extra: dict[str, Any] | None = None) -> list[Any]:
+def _produce(
+    ports: dict[int, int], user: str, topic: str, n: int = 3, extra: dict[str, Any] | None = None
+) -> list[Any]:
     """Delivery errors (None for delivered messages)."""
     results: list[Any] = []
     producer = Producer({**_conf(ports, user), "message.timeout.ms": 10000, **(extra or {})})
@@ -166,7 +168,9 @@ def _produce(ports: dict[int, int], user: str, topic: str, n: int = 3, extra: di
     return results
 
 
-def _consume(ports: dict[int, int], user: str, topic: str, group: str, want: int, timeout_s: float = 20.0) -> tuple[list[bytes], list[int]]:
+def _consume(
+    ports: dict[int, int], user: str, topic: str, group: str, want: int, timeout_s: float = 20.0
+) -> tuple[list[bytes], list[int]]:
     """(values, error codes) from a subscribed consumer."""
     consumer = Consumer({**_conf(ports, user), "group.id": group, "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
@@ -180,7 +184,10 @@ def _consume(ports: dict[int, int], user: str, topic: str, group: str, want: int
                 continue
             if msg.error() is not None:
                 errors.append(msg.error().code())
-                if msg.error().code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED):
+                if msg.error().code() in (
+                    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                    KafkaError.GROUP_AUTHORIZATION_FAILED,
+                ):
                     break
                 continue
             values.append(msg.value())
@@ -233,13 +240,24 @@ def test_deny_wins_over_allow_and_wildcards_apply(cluster: tuple[KafkapyCluster,
     )
     try:
         assert _eventually(lambda: _produce(ports, "carol", allowed, n=1) == [None])
-        assert [e.code() for e in _produce(ports, "carol", denied, n=1)] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+        assert [e.code() for e in _produce(ports, "carol", denied, n=1)] == [
+            KafkaError.TOPIC_AUTHORIZATION_FAILED
+        ]
         assert _produce(ports, "dave", denied, n=1) == [None]
     finally:
         admin = _admin(ports)
         for f in admin.delete_acls(
-            [AclBindingFilter(ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "User:*", "*",
-                              AclOperation.WRITE, AclPermissionType.ALLOW)]  # fmt: skip
+            [
+                AclBindingFilter(
+                    ResourceType.TOPIC,
+                    "*",
+                    ResourcePatternType.LITERAL,
+                    "User:*",
+                    "*",
+                    AclOperation.WRITE,
+                    AclPermissionType.ALLOW,
+                )
+            ]  # fmt: skip
         ).values():
             f.result(30)
 
@@ -248,13 +266,18 @@ def test_deny_wins_over_allow_and_wildcards_apply(cluster: tuple[KafkapyCluster,
 def test_super_users_bypass_even_a_deny_for_everyone(cluster: tuple[KafkapyCluster, dict[int, int]]) -> None:
     _, ports = cluster
     topic = _topic(ports, "super")
-    _grant(ports, _allow(ResourceType.TOPIC, topic, "User:*", AclOperation.ALL, permission=AclPermissionType.DENY))
+    _grant(
+        ports,
+        _allow(ResourceType.TOPIC, topic, "User:*", AclOperation.ALL, permission=AclPermissionType.DENY),
+    )
     assert _produce(ports, "admin", topic, n=2) == [None, None]
     assert [e.code() for e in _produce(ports, "dave", topic, n=1)] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
 
 
 @pytest.mark.timeout(180)
-def test_prefixed_acl_covers_topic_creation_and_deletion(cluster: tuple[KafkapyCluster, dict[int, int]]) -> None:
+def test_prefixed_acl_covers_topic_creation_and_deletion(
+    cluster: tuple[KafkapyCluster, dict[int, int]],
+) -> None:
     _, ports = cluster
     prefix = f"carol-{uuid.uuid4().hex[:6]}-"
     admin = _admin(ports, "carol")
@@ -285,7 +308,9 @@ def test_prefixed_acl_covers_topic_creation_and_deletion(cluster: tuple[KafkapyC
         _allow(ResourceType.TOPIC, prefix, "carol", AclOperation.ALTER, ResourcePatternType.PREFIXED),
         _allow(ResourceType.TOPIC, prefix, "carol", AclOperation.DELETE, ResourcePatternType.PREFIXED),
     )
-    assert _eventually(lambda: _try(lambda: admin.create_partitions([NewPartitions(name, 2)])[name].result(30)))
+    assert _eventually(
+        lambda: _try(lambda: admin.create_partitions([NewPartitions(name, 2)])[name].result(30))
+    )
     assert _eventually(lambda: _try(lambda: admin.delete_topics([name])[name].result(30)))
 
 
@@ -339,14 +364,21 @@ def test_group_listing_and_authorized_operations(cluster: tuple[KafkapyCluster, 
     assert _eventually(lambda: group in {g.group_id for g in dave.list_consumer_groups().result(30).valid})
     # FindCoordinator may reach a broker whose cache follows a moment later: asked until it has.
     described: list[Any] = []
-    assert _eventually(lambda: _try(lambda: described.append(
-        dave.describe_consumer_groups([group], include_authorized_operations=True)[group].result(30))))
+    assert _eventually(
+        lambda: _try(
+            lambda: described.append(
+                dave.describe_consumer_groups([group], include_authorized_operations=True)[group].result(30)
+            )
+        )
+    )
     assert set(described[0].authorized_operations) == {AclOperation.DESCRIBE}
     # The cluster: dave may not Describe it (0 operations), admin holds everything.
     assert not dave.describe_cluster(include_authorized_operations=True).result(30).authorized_operations
     admin = _admin(ports)
     everything = admin.describe_cluster(include_authorized_operations=True).result(30)
-    assert {AclOperation.ALTER, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE} <= set(everything.authorized_operations)
+    assert {AclOperation.ALTER, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE} <= set(
+        everything.authorized_operations
+    )
     # DescribeAcls needs Describe on the cluster (librdkafka drops this top-level error: asked raw).
     security = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "dave", USERS["dave"])
     with BrokerConnection("127.0.0.1", ports[0], "acl-test", 10.0, security=security) as conn:
@@ -374,7 +406,9 @@ def test_metadata_hides_topics_without_describe(cluster: tuple[KafkapyCluster, d
     # Metadata v8+'s topic authorized operations: Read (and the Describe it implies).
     from confluent_kafka import TopicCollection
 
-    described = admin.describe_topics(TopicCollection([visible]), include_authorized_operations=True)[visible].result(30)
+    described = admin.describe_topics(TopicCollection([visible]), include_authorized_operations=True)[
+        visible
+    ].result(30)
     assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
 
 
@@ -417,7 +451,9 @@ def test_transactions_need_transactional_id_write(cluster: tuple[KafkapyCluster,
 
 
 @pytest.mark.timeout(120)
-def test_cluster_admin_apis_need_cluster_alter_or_describe(cluster: tuple[KafkapyCluster, dict[int, int]]) -> None:
+def test_cluster_admin_apis_need_cluster_alter_or_describe(
+    cluster: tuple[KafkapyCluster, dict[int, int]],
+) -> None:
     c, ports = cluster
     topic = _topic(ports, "admin")
     refused = ClusterAuthorizationException.code
@@ -477,7 +513,9 @@ def test_acl_created_through_one_broker_applies_on_all_within_seconds(
     _grant(ports, _allow(ResourceType.TOPIC, topic, "carol", AclOperation.DESCRIBE), only=0, wait=False)
     waits = {}
     for b in ports:
-        assert _eventually(lambda b=b: describe_code(b) == 0, timeout_s=10), f"broker {b} never applied the ACL"
+        assert _eventually(lambda b=b: describe_code(b) == 0, timeout_s=10), (
+            f"broker {b} never applied the ACL"
+        )
         waits[b] = time.monotonic() - started
     print(f"ACL applied on brokers after (s): { {b: round(w, 2) for b, w in waits.items()} }")
     assert max(waits.values()) < 5

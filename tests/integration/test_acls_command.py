@@ -55,7 +55,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkapyC
     config = base / "admin.properties"
     config.write_text(
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="admin" password="admin-secret";\n'
     )
     try:
@@ -117,7 +117,10 @@ def test_add_list_remove_through_bootstrap_server(cluster: tuple[KafkapyCluster,
     # The topic has ACLs now: allow.everyone no longer applies to it.
     assert _eventually_code(c, topic, KafkaError.TOPIC_AUTHORIZATION_FAILED)
     listed = acls(*base, "--list", "--topic", topic)
-    assert listed.returncode == 0 and listed.stdout == f"Current ACLs for resource `{pattern}`: \n {read}\n{write} \n\n"
+    assert (
+        listed.returncode == 0
+        and listed.stdout == f"Current ACLs for resource `{pattern}`: \n {read}\n{write} \n\n"
+    )
     # Remove one entry (answer 'y' to AclCommand's question), then the rest with --force.
     removed = acls(*base, "--remove", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic,
                    stdin="y\n")  # fmt: skip
@@ -125,7 +128,10 @@ def test_add_list_remove_through_bootstrap_server(cluster: tuple[KafkapyCluster,
     assert removed.stdout.startswith("Are you sure you want to remove ACLs: \n \t(principal=User:alice, host=*, "
                                      "operation=WRITE, permissionType=ALLOW) \n from resource filter "
                                      f"`ResourcePatternFilter(resourceType=TOPIC, name={topic}, patternType=LITERAL)`? (y/n)")  # fmt: skip
-    assert acls(*base, "--list", "--topic", topic).stdout == f"Current ACLs for resource `{pattern}`: \n {read} \n\n"
+    assert (
+        acls(*base, "--list", "--topic", topic).stdout
+        == f"Current ACLs for resource `{pattern}`: \n {read} \n\n"
+    )
     assert acls(*base, "--remove", "--topic", topic, "--force").returncode == 0
     assert acls(*base, "--list", "--topic", topic).stdout == ""
     assert _eventually_code(c, topic, 0)
@@ -137,9 +143,14 @@ def test_add_list_remove_through_zookeeper(cluster: tuple[KafkapyCluster, str, P
     topic = _topic(c)
     group = f"g-{topic}"
     zk = ["--authorizer-properties", f"zookeeper.connect={c.zookeeper_connect}"]
-    added = acls(*zk, "--add", "--allow-principal", "User:alice", "--consumer", "--topic", topic, "--group", group)
+    added = acls(
+        *zk, "--add", "--allow-principal", "User:alice", "--consumer", "--topic", topic, "--group", group
+    )
     assert added.returncode == 0, added.stderr
-    assert f"Adding ACLs for resource `ResourcePattern(resourceType=GROUP, name={group}, patternType=LITERAL)`" in added.stdout
+    assert (
+        f"Adding ACLs for resource `ResourcePattern(resourceType=GROUP, name={group}, patternType=LITERAL)`"
+        in added.stdout
+    )
     # The broker follows the notification the tool wrote: ANONYMOUS is refused on the topic now.
     assert _eventually_code(c, topic, KafkaError.TOPIC_AUTHORIZATION_FAILED)
     # What the ZooKeeper path wrote, the broker describes.
@@ -154,7 +165,11 @@ def test_add_list_remove_through_zookeeper(cluster: tuple[KafkapyCluster, str, P
         f"Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name={prefix}, patternType=PREFIXED)`: \n"
         " \t(principal=User:alice, host=10.0.0.1, operation=DESCRIBE, permissionType=DENY) \n\n"
     )
-    for args in (["--topic", topic], ["--group", group], ["--topic", prefix, "--resource-pattern-type", "prefixed"]):
+    for args in (
+        ["--topic", topic],
+        ["--group", group],
+        ["--topic", prefix, "--resource-pattern-type", "prefixed"],
+    ):
         assert acls(*zk, "--remove", "--force", *args).returncode == 0
     assert acls(*zk, "--list", "--topic", topic).stdout == ""
     assert _eventually_code(c, topic, 0)
@@ -162,7 +177,9 @@ def test_add_list_remove_through_zookeeper(cluster: tuple[KafkapyCluster, str, P
 
 @pytest.mark.timeout(60)
 def test_usage_errors() -> None:
-    both = acls("--bootstrap-server", "127.0.0.1:1", "--authorizer-properties", "zookeeper.connect=x", "--list")
+    both = acls(
+        "--bootstrap-server", "127.0.0.1:1", "--authorizer-properties", "zookeeper.connect=x", "--list"
+    )
     assert both.returncode == 1
     assert "Only one of --authorizer-properties or --bootstrap-server must be specified" in both.stderr
     no_action = acls("--bootstrap-server", "127.0.0.1:1", "--topic", "t")
@@ -198,7 +215,9 @@ def test_kafka_python_admin_manages_acls(cluster: tuple[KafkapyCluster, str, Pat
         wanted = ACLFilter(None, "*", ACLOperation.ANY, ACLPermissionType.ANY,
                            ResourcePatternFilter(ResourceType.TOPIC, topic, ACLResourcePatternType.MATCH))  # fmt: skip
         acls, error = admin.describe_acls(wanted)
-        assert error.errno == 0 and [(a.principal, a.operation) for a in acls] == [("User:alice", ACLOperation.READ)]
+        assert error.errno == 0 and [(a.principal, a.operation) for a in acls] == [
+            ("User:alice", ACLOperation.READ)
+        ]
         deleted = admin.delete_acls([wanted])
         assert [len(matched) for _, matched, _ in deleted] == [1]
         assert admin.describe_acls(wanted)[0] == []

@@ -18,7 +18,10 @@ from kafkapy.tools.broker_api_versions import api_version_text, node_api_version
 def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kafkapy.tools.broker_api_versions", *args],
-        capture_output=True, text=True, timeout=90, check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
 
 
@@ -30,7 +33,9 @@ def test_every_broker_lists_every_api_kafkapy_answers(kafkapy_cluster: KafkapyCl
     blocks = done.stdout.split("\n)\n")
     assert blocks[-1] == ""
     headers = [b.splitlines()[0] for b in blocks[:-1]]
-    assert headers == [f"127.0.0.1:{b.port} (id: {b.broker_id} rack: null) -> (" for b in kafkapy_cluster.brokers]
+    assert headers == [
+        f"127.0.0.1:{b.port} (id: {b.broker_id} rack: null) -> (" for b in kafkapy_cluster.brokers
+    ]
     for block in blocks[:-1]:
         entries = [line.removeprefix("\t").removesuffix(",") for line in block.splitlines()[1:]]
         assert all(line.startswith("\t") for line in block.splitlines()[1:])

@@ -25,7 +25,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from kafkapy.testing import BrokerHandle, KafkapyCluster, kafkapy_cluster_context
 
 WAIT_S = 60.0
-OVERRIDES = {"kafkapy.metrics.port": "0", "kafkapy.metrics.host": "127.0.0.1", "auto.leader.rebalance.enable": "false"}
+OVERRIDES = {
+    "kafkapy.metrics.port": "0",
+    "kafkapy.metrics.host": "127.0.0.1",
+    "auto.leader.rebalance.enable": "false",
+}
 RECORDS = 300
 VALUE = b"v" * 100
 
@@ -33,13 +37,17 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def metrics_port(broker: BrokerHandle) -> int:
-    found = re.findall(r"Metrics endpoint listening on http://127\.0\.0\.1:(\d+)/metrics", broker.server_log())
+    found = re.findall(
+        r"Metrics endpoint listening on http://127\.0\.0\.1:(\d+)/metrics", broker.server_log()
+    )
     assert found, "the broker did not open its metrics endpoint"
     return int(found[-1])
 
 
 def scrape(broker: BrokerHandle) -> Samples:
-    body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port(broker)}/metrics", timeout=10).read().decode()
+    body = (
+        urllib.request.urlopen(f"http://127.0.0.1:{metrics_port(broker)}/metrics", timeout=10).read().decode()
+    )
     samples: Samples = {}
     for family in text_string_to_metric_families(body):
         for s in family.samples:
@@ -66,9 +74,9 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 
 def create(cluster: KafkapyCluster, topic: str, assignment: list[list[int]]) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)])[topic].result(
-        WAIT_S
-    )
+    admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)])[
+        topic
+    ].result(WAIT_S)
 
 
 def log_bytes(cluster: KafkapyCluster, topic: str, partitions: int) -> int:
@@ -85,7 +93,9 @@ def log_bytes(cluster: KafkapyCluster, topic: str, partitions: int) -> int:
 def test_counters_move_by_what_clients_sent_and_read(kafkapy_cluster: KafkapyCluster) -> None:
     brokers = kafkapy_cluster.brokers
     create(kafkapy_cluster, "metered", [[0, 1, 2], [1, 2, 0], [2, 0, 1]])
-    producer = Producer({"bootstrap.servers": kafkapy_cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
+    producer = Producer(
+        {"bootstrap.servers": kafkapy_cluster.bootstrap_servers, "acks": "all", "linger.ms": 5}
+    )
     for i in range(RECORDS):
         producer.produce("metered", VALUE, partition=i % 3)
     assert producer.flush(WAIT_S) == 0
@@ -94,7 +104,9 @@ def test_counters_move_by_what_clients_sent_and_read(kafkapy_cluster: KafkapyClu
     # Replicated to all three: every replica's log holds the leader's batches byte for byte.
     wait_until(lambda: all((b.log_dir / "metered-0").exists() for b in brokers), "the replicas")
     bytes_in = total(brokers, "kafka_server_brokertopicmetrics_bytesin_total", topic="metered")
-    assert bytes_in == wait_until(lambda: log_bytes(kafkapy_cluster, "metered", 3) == bytes_in and bytes_in, "replicas")
+    assert bytes_in == wait_until(
+        lambda: log_bytes(kafkapy_cluster, "metered", 3) == bytes_in and bytes_in, "replicas"
+    )
     assert total(brokers, "kafka_server_brokertopicmetrics_messagesin_total") >= RECORDS  # all topics
 
     consumer = Consumer({"bootstrap.servers": kafkapy_cluster.bootstrap_servers, "group.id": "metrics-test",
@@ -121,10 +133,17 @@ def test_counters_move_by_what_clients_sent_and_read(kafkapy_cluster: KafkapyClu
             for s in scrapes
             for (name, labels), v in s.items()
         ), api
-        assert sum(value(s, "kafka_network_requestmetrics_totaltimems_count", request=api) for s in scrapes) > 0
+        assert (
+            sum(value(s, "kafka_network_requestmetrics_totaltimems_count", request=api) for s in scrapes) > 0
+        )
     for s in scrapes:  # the controller's requests reached every broker
         assert value(s, "kafka_network_requestmetrics_localtimems_count", request="LeaderAndIsr") > 0
-        assert (("kafka_network_requestmetrics_totaltimems", frozenset({("request", "Fetch"), ("quantile", "0.99")}))) in s
+        assert (
+            (
+                "kafka_network_requestmetrics_totaltimems",
+                frozenset({("request", "Fetch"), ("quantile", "0.99")}),
+            )
+        ) in s
         assert value(s, "kafka_server_replicamanager_partitioncount") >= 3
         assert value(s, "kafka_server_sessionexpirelistener_sessionstate", state="CONNECTED") == 1
     assert sum(value(s, "kafka_controller_kafkacontroller_activecontrollercount") for s in scrapes) == 1
@@ -134,9 +153,13 @@ def test_counters_move_by_what_clients_sent_and_read(kafkapy_cluster: KafkapyClu
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.kafkapy_cluster(brokers=3, overrides=OVERRIDES)
-def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(kafkapy_cluster: KafkapyCluster) -> None:
+def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(
+    kafkapy_cluster: KafkapyCluster,
+) -> None:
     brokers = kafkapy_cluster.brokers
-    controller = next(b for b in brokers if value(scrape(b), "kafka_controller_kafkacontroller_activecontrollercount"))
+    controller = next(
+        b for b in brokers if value(scrape(b), "kafka_controller_kafkacontroller_activecontrollercount")
+    )
     victim = next(b for b in brokers if b is not controller)
     survivors = [b for b in brokers if b is not victim]
     others = [b.broker_id for b in survivors]
@@ -171,12 +194,15 @@ def test_the_request_log_has_kafka_s_completed_request_lines(
         assert producer.flush(WAIT_S) == 0
         request_log = cluster.brokers[0].logs / "kafka-request.log"
         lines = wait_until(
-            lambda: [ln for ln in request_log.read_text().splitlines() if "apiKey=PRODUCE" in ln], "a Produce line"
+            lambda: [ln for ln in request_log.read_text().splitlines() if "apiKey=PRODUCE" in ln],
+            "a Produce line",
         )
     line = lines[0]
     assert "DEBUG Completed request:RequestHeader(apiKey=PRODUCE, apiVersion=" in line
     assert "clientId=request-log-test" in line
-    assert re.search(r"from connection 127\.0\.0\.1:\d+-127\.0\.0\.1:\d+;totalTime:[\d.]+,requestQueueTime:", line)
+    assert re.search(
+        r"from connection 127\.0\.0\.1:\d+-127\.0\.0\.1:\d+;totalTime:[\d.]+,requestQueueTime:", line
+    )
     assert ",securityProtocol:PLAINTEXT,principal:User:ANONYMOUS,listener:PLAINTEXT," in line
     assert "logged" in line  # TRACE: the request's contents (its topic)
     assert line.endswith("(kafka.request.logger)")

@@ -36,8 +36,13 @@ WAIT_S = 60.0
 
 
 def configs(*args: str) -> list[str]:
-    result = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", *args],
-                            capture_output=True, text=True, timeout=90, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkapy.tools.configs", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
 
@@ -95,9 +100,17 @@ class ProduceRun:
 def test_producer_byte_rate_holds_a_producer_and_is_reported(kafkapy_cluster: KafkapyCluster) -> None:
     boot, zkc = kafkapy_cluster.bootstrap_servers, kafkapy_cluster.zookeeper_connect
     create_topic(boot, "quota-p")
-    assert configs("--zookeeper", zkc, "--alter", "--entity-type", "clients", "--entity-name", "quota-producer",
-                   "--add-config", f"producer_byte_rate={MB}") == [
-        "Completed updating config for entity: client-id 'quota-producer'."]
+    assert configs(
+        "--zookeeper",
+        zkc,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "quota-producer",
+        "--add-config",
+        f"producer_byte_rate={MB}",
+    ) == ["Completed updating config for entity: client-id 'quota-producer'."]
     seconds = (3 if LONG else 2) * QUOTA_PERIOD_S
     run = ProduceRun(boot, "quota-producer")
     try:
@@ -105,8 +118,10 @@ def test_producer_byte_rate_holds_a_producer_and_is_reported(kafkapy_cluster: Ka
         rate = run.rate(start, seconds)
     finally:
         run.close()
-    print(f"producer held to {rate / MB:.3f} MB/s over {seconds:.0f} s; "
-          f"{len(run.throttles)} throttles reported, max {max(run.throttles, default=0) * 1000:.0f} ms")
+    print(
+        f"producer held to {rate / MB:.3f} MB/s over {seconds:.0f} s; "
+        f"{len(run.throttles)} throttles reported, max {max(run.throttles, default=0) * 1000:.0f} ms"
+    )
     assert 0.9 * MB <= rate <= 1.1 * MB, rate / MB
     assert run.throttles and max(run.throttles) > 0
 
@@ -128,9 +143,17 @@ def test_consumer_byte_rate_holds_a_consumer(kafkapy_cluster: KafkapyCluster) ->
             except BufferError:
                 loader.poll(0.05)
     assert loader.flush(60) == 0
-    assert configs("--zookeeper", zkc, "--alter", "--entity-type", "clients", "--entity-name", "quota-consumer",
-                   "--add-config", f"consumer_byte_rate={MB}") == [
-        "Completed updating config for entity: client-id 'quota-consumer'."]
+    assert configs(
+        "--zookeeper",
+        zkc,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "quota-consumer",
+        "--add-config",
+        f"consumer_byte_rate={MB}",
+    ) == ["Completed updating config for entity: client-id 'quota-consumer'."]
     throttles: list[float] = []
     consumer = Consumer({
         "bootstrap.servers": boot, "group.id": "quota-g", "client.id": "quota-consumer",
@@ -166,8 +189,17 @@ def test_quotas_change_live_through_kafkapy_configs(kafkapy_cluster: KafkapyClus
     try:
         run.run("quota-live", 2)
         assert not run.throttles, "throttled before any quota exists"
-        configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", "live-producer",
-                "--add-config", "producer_byte_rate=65536")
+        configs(
+            "--bootstrap-server",
+            boot,
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "live-producer",
+            "--add-config",
+            "producer_byte_rate=65536",
+        )
 
         def throttled_again(seconds: float = 2) -> bool:
             seen = len(run.throttles)
@@ -175,13 +207,21 @@ def test_quotas_change_live_through_kafkapy_configs(kafkapy_cluster: KafkapyClus
             return len(run.throttles) > seen and max(run.throttles[seen:]) > 0
 
         wait_until(throttled_again, "the client quota to throttle the producer")
-        configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", "live-producer",
-                "--delete-config", "producer_byte_rate")
+        configs(
+            "--bootstrap-server",
+            boot,
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "live-producer",
+            "--delete-config",
+            "producer_byte_rate",
+        )
         # Once the change is seen no request is throttled any more.
         wait_until(lambda: not throttled_again(3), "the deleted quota to stop throttling", timeout=90)
     finally:
         run.close()
-
 
 
 @pytest.mark.timeout(240)
@@ -191,48 +231,141 @@ def test_kafkapy_configs_sets_and_describes_quotas_through_both_paths(
 ) -> None:
     boot, zkc = kafkapy_cluster.bootstrap_servers, kafkapy_cluster.zookeeper_connect
     # --bootstrap-server: AlterClientQuotas, Kafka's lines; the znodes are Kafka's.
-    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "alice",
-                   "--entity-type", "clients", "--entity-name", "app-1",
-                   "--add-config", "producer_byte_rate=1048576,request_percentage=50") == [
-        "Completed updating config for user alice."]
+    assert configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "app-1",
+        "--add-config",
+        "producer_byte_rate=1048576,request_percentage=50",
+    ) == ["Completed updating config for user alice."]
     assert json.loads(zk.get("/config/users/alice/clients/app-1")[0]) == {
-        "version": 1, "config": {"producer_byte_rate": "1048576", "request_percentage": "50.0"}}
-    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-default",
-                   "--add-config", "consumer_byte_rate=20000") == [
-        "Completed updating default config for clients in the cluster."]
+        "version": 1,
+        "config": {"producer_byte_rate": "1048576", "request_percentage": "50.0"},
+    }
+    assert configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-default",
+        "--add-config",
+        "consumer_byte_rate=20000",
+    ) == ["Completed updating default config for clients in the cluster."]
     assert json.loads(zk.get("/config/clients/<default>")[0])["config"] == {"consumer_byte_rate": "20000"}
-    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-name", "alice",
-                   "--entity-type", "clients", "--entity-name", "app-1") == [
+    assert configs(
+        "--bootstrap-server",
+        boot,
+        "--describe",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "app-1",
+    ) == [
         "Quota configs for user-principal 'alice', client-id 'app-1' are producer_byte_rate=1048576.0, "
-        "request_percentage=50.0"]
-    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "clients", "--entity-default") == [
-        "Quota configs for the default client-id are consumer_byte_rate=20000.0"]
+        "request_percentage=50.0"
+    ]
+    assert configs(
+        "--bootstrap-server", boot, "--describe", "--entity-type", "clients", "--entity-default"
+    ) == ["Quota configs for the default client-id are consumer_byte_rate=20000.0"]
     # Without a name: every client id entity with a name (match type "any specified name").
     assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "clients") == []
     # --zookeeper: the same entities, Kafka's ZooKeeper-path lines.
-    assert configs("--zookeeper", zkc, "--alter", "--entity-type", "users", "--entity-name", "alice",
-                   "--entity-type", "clients", "--entity-name", "app-1", "--delete-config", "request_percentage") == [
-        "Completed updating config for entity: user-principal 'alice', client-id 'app-1'."]
-    assert configs("--zookeeper", zkc, "--describe", "--entity-type", "users", "--entity-name", "alice",
-                   "--entity-type", "clients") == [
-        "Configs for user-principal 'alice', client-id 'app-1' are producer_byte_rate=1048576"]
-    assert configs("--zookeeper", zkc, "--alter", "--entity-type", "users", "--entity-default",
-                   "--add-config", "producer_byte_rate=4096") == [
-        "Completed updating config for entity: default user-principal."]
-    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-default") == [
-        "Quota configs for the default user-principal are producer_byte_rate=4096.0"]
+    assert configs(
+        "--zookeeper",
+        zkc,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "app-1",
+        "--delete-config",
+        "request_percentage",
+    ) == ["Completed updating config for entity: user-principal 'alice', client-id 'app-1'."]
+    assert configs(
+        "--zookeeper",
+        zkc,
+        "--describe",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--entity-type",
+        "clients",
+    ) == ["Configs for user-principal 'alice', client-id 'app-1' are producer_byte_rate=1048576"]
+    assert configs(
+        "--zookeeper",
+        zkc,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-default",
+        "--add-config",
+        "producer_byte_rate=4096",
+    ) == ["Completed updating config for entity: default user-principal."]
+    assert configs(
+        "--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-default"
+    ) == ["Quota configs for the default user-principal are producer_byte_rate=4096.0"]
     # Names pair with the entity types in command-line order, --entity-default included.
-    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-default",
-                   "--entity-type", "clients", "--entity-name", "app-2", "--add-config", "consumer_byte_rate=8192") == [
-        "Completed updating default config for users in the cluster."]
-    assert json.loads(zk.get("/config/users/<default>/clients/app-2")[0])["config"] == {"consumer_byte_rate": "8192"}
+    assert configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-default",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "app-2",
+        "--add-config",
+        "consumer_byte_rate=8192",
+    ) == ["Completed updating default config for users in the cluster."]
+    assert json.loads(zk.get("/config/users/<default>/clients/app-2")[0])["config"] == {
+        "consumer_byte_rate": "8192"
+    }
     # Refusals: Kafka's messages, nothing written.
-    bad = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", "--bootstrap-server", boot, "--alter",
-                          "--entity-type", "clients", "--entity-name", "c", "--add-config", "retention.ms=1"],
-                         capture_output=True, text=True, timeout=90, check=False)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkapy.tools.configs",
+            "--bootstrap-server",
+            boot,
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "c",
+            "--add-config",
+            "retention.ms=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     assert bad.returncode == 1
-    assert "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected config names: " \
-           "Set(retention.ms)" in bad.stderr
+    assert (
+        "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected config names: "
+        "Set(retention.ms)" in bad.stderr
+    )
     assert not zk.exists("/config/clients/c")
 
 
@@ -258,7 +391,8 @@ def test_alter_and_describe_client_quotas_through_the_admin_api(
             ({"user": "bob", "client-id": None}, {"producer_byte_rate": 2000.0}),
         ]
         assert describe_client_quotas(admin, [FilterComponent.of_entity("user", "bob")], strict=True) == [
-            ({"user": "bob"}, {"consumer_byte_rate": 1000.0})]
+            ({"user": "bob"}, {"consumer_byte_rate": 1000.0})
+        ]
         with pytest.raises(InvalidRequestException, match="Invalid configuration key nonsense"):
             alter_client_quotas(admin, {"user": "bob"}, {"nonsense": 1.0})
         with pytest.raises(InvalidRequestException, match="must be a Long value"):
@@ -267,7 +401,6 @@ def test_alter_and_describe_client_quotas_through_the_admin_api(
         assert describe_client_quotas(admin, [FilterComponent.of_entity("user", "bob")], strict=True) == []
     finally:
         admin.close()
-
 
 
 def _metadata_until_throttled(conn: Any, version: int, limit: int = 2000) -> tuple[int, float]:
@@ -300,8 +433,17 @@ def test_request_percentage_throttles_kip219_clients_after_the_answer_and_older_
     from kafkapy.client.connection import BrokerConnection
 
     boot = kafkapy_cluster.bootstrap_servers
-    configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", "busy",
-            "--add-config", "request_percentage=0.01")
+    configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "busy",
+        "--add-config",
+        "request_percentage=0.01",
+    )
     host, port = boot.split(":")
     conn = BrokerConnection(host, int(port), client_id="busy")
     try:
@@ -314,7 +456,6 @@ def test_request_percentage_throttles_kip219_clients_after_the_answer_and_older_
         assert took >= throttle_ms / 1000 * 0.8, "the v5 answer was not held"
     finally:
         conn.close()
-
 
 
 @pytest.mark.timeout(240)
@@ -330,8 +471,17 @@ def test_kafka_python_and_aiokafka_read_everything_under_quotas(kafkapy_cluster:
     boot = kafkapy_cluster.bootstrap_servers
     create_topic(boot, "quota-py")
     for client in ("py-producer", "py-consumer", "aio-consumer"):
-        configs("--bootstrap-server", boot, "--alter", "--entity-type", "clients", "--entity-name", client,
-                "--add-config", "producer_byte_rate=131072,consumer_byte_rate=131072")
+        configs(
+            "--bootstrap-server",
+            boot,
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+            "--add-config",
+            "producer_byte_rate=131072,consumer_byte_rate=131072",
+        )
     time.sleep(1)
     value, count = b"v" * 1024, 2000  # ~2 MB: past the 1.25 MB burst a 128 KiB/s quota allows
     producer = KafkaProducer(bootstrap_servers=boot, client_id="py-producer", linger_ms=5)
@@ -342,8 +492,14 @@ def test_kafka_python_and_aiokafka_read_everything_under_quotas(kafkapy_cluster:
     producer.close()
     produce_s = time.monotonic() - started
 
-    consumer = KafkaConsumer("quota-py", bootstrap_servers=boot, client_id="py-consumer",
-                             auto_offset_reset="earliest", enable_auto_commit=False, group_id=None)
+    consumer = KafkaConsumer(
+        "quota-py",
+        bootstrap_servers=boot,
+        client_id="py-consumer",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
     started, got = time.monotonic(), 0
     while got < count and time.monotonic() - started < 120:
         got += sum(len(records) for records in consumer.poll(500).values())
@@ -352,8 +508,13 @@ def test_kafka_python_and_aiokafka_read_everything_under_quotas(kafkapy_cluster:
     assert got == count
 
     async def aio() -> int:
-        aio_consumer = AIOKafkaConsumer("quota-py", bootstrap_servers=boot, client_id="aio-consumer",
-                                        auto_offset_reset="earliest", enable_auto_commit=False)
+        aio_consumer = AIOKafkaConsumer(
+            "quota-py",
+            bootstrap_servers=boot,
+            client_id="aio-consumer",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         await aio_consumer.start()
         n, deadline = 0, time.monotonic() + 120
         try:
@@ -367,11 +528,12 @@ def test_kafka_python_and_aiokafka_read_everything_under_quotas(kafkapy_cluster:
     started = time.monotonic()
     assert asyncio.run(aio()) == count
     aiokafka_s = time.monotonic() - started
-    print(f"2 MB at 128 KiB/s: kafka-python produce {produce_s:.1f} s, consume {kafka_python_s:.1f} s; "
-          f"aiokafka consume {aiokafka_s:.1f} s")
+    print(
+        f"2 MB at 128 KiB/s: kafka-python produce {produce_s:.1f} s, consume {kafka_python_s:.1f} s; "
+        f"aiokafka consume {aiokafka_s:.1f} s"
+    )
     # Beyond the burst the rest waits for the quota: seconds, not milliseconds.
     assert produce_s > 2 and kafka_python_s > 2 and aiokafka_s > 2
-
 
 
 @pytest.mark.timeout(240)

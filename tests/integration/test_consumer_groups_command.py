@@ -212,6 +212,8 @@ def test_option_checks_and_zookeeper_mode(bootstrap: str) -> None:
     assert "Command must include exactly one action" in none.stderr
     zk = run_tool(bootstrap, "--list", "--zookeeper", "127.0.0.1:2181")
     # --zookeeper (legacy groups) and --bootstrap-server exclude each other.
-    assert zk.returncode == 1 and "Option [bootstrap-server] can't be used with option [zookeeper]" in zk.stderr
+    assert (
+        zk.returncode == 1 and "Option [bootstrap-server] can't be used with option [zookeeper]" in zk.stderr
+    )
     scope = run_tool(bootstrap, "--reset-offsets", "--group", "g", "--to-earliest")
     assert "One of the reset scopes should be defined: --all-topics, --topic." in scope.stderr

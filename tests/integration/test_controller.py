@@ -67,21 +67,40 @@ class FakeBroker:
                     body = decode_request(header.api_key, header.api_version, frame, header.body_offset)
                     with self.lock:
                         self.requests.append((header.api_key, body))
-                    response = encode_response(header.api_key, header.api_version, self._answer(header.api_key, body))
-                    conn.sendall(framing.encode_response_frame(
-                        header.api_key, header.api_version, header.correlation_id, response))
+                    response = encode_response(
+                        header.api_key, header.api_version, self._answer(header.api_key, body)
+                    )
+                    conn.sendall(
+                        framing.encode_response_frame(
+                            header.api_key, header.api_version, header.correlation_id, response
+                        )
+                    )
 
     @staticmethod
     def _answer(api_key: int, body: Any) -> dict[str, Any]:
         if api_key == STOP_REPLICA:
-            return {"error_code": 0, "partition_errors": [
-                {"topic_name": t.topic_name, "partition_index": p.partition_index, "error_code": 0}
-                for t in body.topic_states for p in t.partition_states]}
+            return {
+                "error_code": 0,
+                "partition_errors": [
+                    {"topic_name": t.topic_name, "partition_index": p.partition_index, "error_code": 0}
+                    for t in body.topic_states
+                    for p in t.partition_states
+                ],
+            }
         if api_key == LEADER_AND_ISR:
-            return {"error_code": 0, "topics": [
-                {"topic_id": t.topic_id, "partition_errors": [
-                    {"partition_index": p.partition_index, "error_code": 0} for p in t.partition_states]}
-                for t in body.topic_states]}
+            return {
+                "error_code": 0,
+                "topics": [
+                    {
+                        "topic_id": t.topic_id,
+                        "partition_errors": [
+                            {"partition_index": p.partition_index, "error_code": 0}
+                            for p in t.partition_states
+                        ],
+                    }
+                    for t in body.topic_states
+                ],
+            }
         return {"error_code": 0}
 
     def got(self, api_key: int) -> list[Any]:
@@ -89,7 +108,9 @@ class FakeBroker:
             return [b for k, b in self.requests if k == api_key]
 
     def partitions(self, api_key: int) -> list[tuple[str, Any]]:
-        return [(t.topic_name, p) for b in self.got(api_key) for t in b.topic_states for p in t.partition_states]
+        return [
+            (t.topic_name, p) for b in self.got(api_key) for t in b.topic_states for p in t.partition_states
+        ]
 
     def close(self) -> None:
         self._closed = True
@@ -184,11 +205,17 @@ def test_topic_creation_writes_state_znodes_and_tells_the_replicas(cluster: Clus
     assert (s1.leader_and_isr.leader, s1.leader_and_isr.isr) == (1, (1, 0))
     for broker_id in (0, 1):
         fake = cluster.brokers[broker_id]
-        got = wait_until(lambda f=fake: {(t, p.partition_index) for t, p in f.partitions(LEADER_AND_ISR)} >= {("t", 0), ("t", 1)},
-                         what=f"LeaderAndIsr at broker {broker_id}")
+        got = wait_until(
+            lambda f=fake: (
+                {(t, p.partition_index) for t, p in f.partitions(LEADER_AND_ISR)} >= {("t", 0), ("t", 1)}
+            ),
+            what=f"LeaderAndIsr at broker {broker_id}",
+        )
         assert got
-        wait_until(lambda f=fake: any(t == "t" for t, _ in f.partitions(UPDATE_METADATA)),
-                   what=f"UpdateMetadata at broker {broker_id}")
+        wait_until(
+            lambda f=fake: any(t == "t" for t, _ in f.partitions(UPDATE_METADATA)),
+            what=f"UpdateMetadata at broker {broker_id}",
+        )
     lisr = cluster.brokers[1].got(LEADER_AND_ISR)[-1]
     assert lisr.controller_id == 0 and lisr.controller_epoch == 1
     assert lisr.broker_epoch == cluster.active().context.live_broker_epochs[1] > 0
@@ -206,11 +233,15 @@ def test_topic_deletion_sends_stop_replica_and_removes_the_znodes(cluster: Clust
     cluster.admin.delete_topic("doomed")
 
     wait_until(lambda: not cluster.admin_zk.topic_exists("doomed"), what="topic znode removed")
-    wait_until(lambda: not cluster.admin_zk.is_topic_marked_for_deletion("doomed"), what="admin znode removed")
+    wait_until(
+        lambda: not cluster.admin_zk.is_topic_marked_for_deletion("doomed"), what="admin znode removed"
+    )
     for broker_id in (0, 1):
         stops = cluster.brokers[broker_id].partitions(STOP_REPLICA)
         assert any(t == "doomed" and p.delete_partition for t, p in stops), broker_id
-    wait_until(lambda: "doomed" not in cluster.active().context.all_topics, what="controller forgot the topic")
+    wait_until(
+        lambda: "doomed" not in cluster.active().context.all_topics, what="controller forgot the topic"
+    )
 
 
 def test_topic_deletion_disabled_removes_only_the_request(cluster: Cluster) -> None:
@@ -235,8 +266,10 @@ def test_killing_a_broker_moves_leadership(cluster: Cluster) -> None:
     wait_until(lambda: cluster.state("t", 0).leader_and_isr.leader == 0, what="leader moved to broker 0")
     lai = cluster.state("t", 0).leader_and_isr
     assert lai.isr == (0,) and lai.leader_epoch == 1
-    wait_until(lambda: any(t == "t" and p.leader == 0 for t, p in cluster.brokers[0].partitions(LEADER_AND_ISR)),
-               what="broker 0 told to lead")
+    wait_until(
+        lambda: any(t == "t" and p.leader == 0 for t, p in cluster.brokers[0].partitions(LEADER_AND_ISR)),
+        what="broker 0 told to lead",
+    )
 
 
 def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster: Cluster) -> None:

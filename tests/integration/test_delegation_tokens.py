@@ -190,7 +190,10 @@ def test_token_lifecycle(cluster: tuple[KafkapyCluster, dict[int, int]], tmp_pat
     ), res.stdout
     assert "TOKENID" in res.stdout and "User:alice" in res.stdout and "[User:bob]" in res.stdout
     token_id, hmac = _create(res.stdout)
-    assert base64.b64decode(hmac) == __import__("hmac").new(SECRET.encode(), token_id.encode(), "sha512").digest()
+    assert (
+        base64.b64decode(hmac)
+        == __import__("hmac").new(SECRET.encode(), token_id.encode(), "sha512").digest()
+    )
 
     # Kafka's znode, and the token on broker 1 through the change notification.
     zk = KafkaZkClient(c.zookeeper_connect, 6000, 10000)
@@ -232,12 +235,18 @@ def test_token_lifecycle(cluster: tuple[KafkapyCluster, dict[int, int]], tmp_pat
     # Describe lists it (alice, and bob as its renewer); carol sees nothing.
     res = _tool("--bootstrap-server", f"127.0.0.1:{ports[1]}", "--describe", config=alice_cfg)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("Calling describe token operation for current user.\nTotal number of tokens : 1")
+    assert res.stdout.startswith(
+        "Calling describe token operation for current user.\nTotal number of tokens : 1"
+    )
     assert token_id in res.stdout and hmac in res.stdout
     res = _tool("--bootstrap-server", f"127.0.0.1:{ports[0]}", "--describe", "--owner-principal", "User:alice",
                 config=_config(tmp_path, "bob"))  # fmt: skip
-    assert "Calling describe token operation for owners: [User:alice]" in res.stdout and token_id in res.stdout
-    res = _tool("--bootstrap-server", f"127.0.0.1:{ports[0]}", "--describe", config=_config(tmp_path, "carol"))
+    assert (
+        "Calling describe token operation for owners: [User:alice]" in res.stdout and token_id in res.stdout
+    )
+    res = _tool(
+        "--bootstrap-server", f"127.0.0.1:{ports[0]}", "--describe", config=_config(tmp_path, "carol")
+    )
     assert "Total number of tokens : 0" in res.stdout, res.stdout
     # Describe on DelegationToken:<tokenId> lets carol see it (CreateAcls as the super user).
     with BrokerConnection("127.0.0.1", c.broker(0).port, "token-test", 10.0) as conn:
@@ -261,9 +270,13 @@ def test_token_lifecycle(cluster: tuple[KafkapyCluster, dict[int, int]], tmp_pat
     res = _tool("--bootstrap-server", f"127.0.0.1:{ports[0]}", "--renew", "--renew-time-period", str(48 * 3600000),
                 "--hmac", hmac, config=_config(tmp_path, "bob"))  # fmt: skip
     assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith(f"Calling renew token operation with hmac :{hmac} , renew-time-period :{48 * 3600000}\n")
+    assert res.stdout.startswith(
+        f"Calling renew token operation with hmac :{hmac} , renew-time-period :{48 * 3600000}\n"
+    )
     dates = {time.strftime("%Y-%m-%dT%H:%M", time.gmtime(t + 48 * 3600)) for t in (before, time.time())}
-    assert any(res.stdout.endswith(f"Completed renew operation. New expiry date : {d}") for d in dates), res.stdout
+    assert any(res.stdout.endswith(f"Completed renew operation. New expiry date : {d}") for d in dates), (
+        res.stdout
+    )
 
     # Expire now: the next token login fails on both brokers; the token is gone from ZooKeeper.
     res = _tool("--bootstrap-server", f"127.0.0.1:{ports[1]}", "--expire", "--expiry-time-period", "-1",

@@ -31,7 +31,10 @@ TOPIC = "trimmed"
 def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kafkapy.tools.delete_records", *args],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -63,8 +66,9 @@ def first_offset_from_beginning(bootstrap: str) -> int:
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.kafkapy_cluster(brokers=3, overrides={"replica.fetch.backoff.ms": "200",
-                                                    "controlled.shutdown.retry.backoff.ms": "200"})
+@pytest.mark.kafkapy_cluster(
+    brokers=3, overrides={"replica.fetch.backoff.ms": "200", "controlled.shutdown.retry.backoff.ms": "200"}
+)
 def test_deleted_records_are_gone_from_every_replica(
     kafkapy_cluster: KafkapyCluster, zk: KazooClient, tmp_path: Path
 ) -> None:
@@ -76,9 +80,13 @@ def test_deleted_records_are_gone_from_every_replica(
         producer.produce(TOPIC, value=f"record-{i}".encode(), partition=0)
     assert producer.flush(WAIT_S) == 0
     offsets = tmp_path / "offsets.json"
-    offsets.write_text(json.dumps({"partitions": [{"topic": TOPIC, "partition": 0, "offset": 40}], "version": 1}))
+    offsets.write_text(
+        json.dumps({"partitions": [{"topic": TOPIC, "partition": 0, "offset": 40}], "version": 1})
+    )
 
-    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--offset-json-file", str(offsets))
+    done = run_tool(
+        "--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--offset-json-file", str(offsets)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "Executing records delete operation",
@@ -91,7 +99,9 @@ def test_deleted_records_are_gone_from_every_replica(
     while True:
         # A list, so that broker 0 counts as found.
         [leader] = wait_until(
-            lambda: [state(zk)["leader"]] if state(zk)["leader"] not in (-1, *stopped) else None, "a live leader")
+            lambda: [state(zk)["leader"]] if state(zk)["leader"] not in (-1, *stopped) else None,
+            "a live leader",
+        )
         bootstrap = kafkapy_cluster.broker(leader).bootstrap
         assert first_offset_from_beginning(bootstrap) == 40, f"replica on broker {leader}"
         if len(stopped) == 2:
@@ -102,7 +112,9 @@ def test_deleted_records_are_gone_from_every_replica(
 
 @pytest.mark.timeout(200)
 @pytest.mark.kafkapy_cluster(brokers=1)
-def test_partition_errors_are_printed_as_kafka_prints_them(kafkapy_cluster: KafkapyCluster, tmp_path: Path) -> None:
+def test_partition_errors_are_printed_as_kafka_prints_them(
+    kafkapy_cluster: KafkapyCluster, tmp_path: Path
+) -> None:
     admin = AdminClient({"bootstrap.servers": kafkapy_cluster.bootstrap_servers})
     admin.create_topics([NewTopic("small", num_partitions=1, replication_factor=1)])["small"].result(WAIT_S)
     producer = Producer({"bootstrap.servers": kafkapy_cluster.bootstrap_servers})
@@ -110,11 +122,20 @@ def test_partition_errors_are_printed_as_kafka_prints_them(kafkapy_cluster: Kafk
         producer.produce("small", value=b"x", partition=0)
     assert producer.flush(WAIT_S) == 0
     offsets = tmp_path / "offsets.json"
-    offsets.write_text(json.dumps({"partitions": [
-        {"topic": "small", "partition": 0, "offset": 1000}, {"topic": "absent", "partition": 0, "offset": 1},
-    ]}))
+    offsets.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": "small", "partition": 0, "offset": 1000},
+                    {"topic": "absent", "partition": 0, "offset": 1},
+                ]
+            }
+        )
+    )
 
-    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--offset-json-file", str(offsets))
+    done = run_tool(
+        "--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--offset-json-file", str(offsets)
+    )
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
         "Executing records delete operation",
@@ -126,7 +147,9 @@ def test_partition_errors_are_printed_as_kafka_prints_them(kafkapy_cluster: Kafk
     ]
     # -1 deletes up to the high watermark.
     offsets.write_text('{"partitions": [{"topic": "small", "partition": 0, "offset": -1}], "version": 1}')
-    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--offset-json-file", str(offsets))
+    done = run_tool(
+        "--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--offset-json-file", str(offsets)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "partition: small-0\tlow_watermark: 5"
 
@@ -138,10 +161,15 @@ def test_partition_errors_are_printed_as_kafka_prints_them(kafkapy_cluster: Kafk
         ("not json", "The input string is not a valid JSON"),
         ('{"version": 2, "partitions": []}', "Not supported version field value 2"),
         ('{"version": 1}', "Missing partitions field"),
-        ('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}, {"topic": "t", "partition": 0, "offset": 2}]}',
-         "Offset json file contains duplicate topic partitions: t-0"),
+        (
+            '{"partitions": [{"topic": "t", "partition": 0, "offset": 1}, {"topic": "t", "partition": 0, "offset": 2}]}',
+            "Offset json file contains duplicate topic partitions: t-0",
+        ),
         ('{"partitions": [{"topic": "t", "partition": 0}]}', "No such field exists: `offset`"),
-        ('{"partitions": [{"topic": "t", "partition": 0, "offset": "1"}]}', 'Expected `Long` value, received "1"'),
+        (
+            '{"partitions": [{"topic": "t", "partition": 0, "offset": "1"}]}',
+            'Expected `Long` value, received "1"',
+        ),
     ],
 )
 def test_bad_files_fail_before_any_request(tmp_path: Path, text: str, message: str) -> None:

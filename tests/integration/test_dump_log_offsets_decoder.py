@@ -72,6 +72,8 @@ def test_offsets_decoder_shows_a_librdkafka_groups_commit(kafkapy_cluster: Kafka
                     "--from-beginning", "--formatter", OFFSETS_FORMATTER, "--timeout-ms", "5000")  # fmt: skip
     assert consumed.returncode == 0, consumed.stderr
     commits = [line for line in consumed.stdout.splitlines() if line.startswith(f"[{GROUP},{TOPIC},0]::")]
-    assert commits and commits[-1].startswith(f"[{GROUP},{TOPIC},0]::OffsetAndMetadata(offset=3, leaderEpoch=")
+    assert commits and commits[-1].startswith(
+        f"[{GROUP},{TOPIC},0]::OffsetAndMetadata(offset=3, leaderEpoch="
+    )
     assert ", metadata=, commitTimestamp=" in commits[-1]
     assert commits[-1].endswith(", expireTimestamp=None)")

@@ -19,7 +19,10 @@ WAIT_S = 60.0
 def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kafkapy.tools.get_offsets", *args],
-        capture_output=True, text=True, timeout=90, check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
 
 
@@ -28,7 +31,9 @@ def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
 def test_offsets_match_the_produced_counts(kafkapy_cluster: KafkapyCluster) -> None:
     bootstrap = kafkapy_cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its futures die with it
-    admin.create_topics([NewTopic("counted", num_partitions=3, replication_factor=1)])["counted"].result(WAIT_S)
+    admin.create_topics([NewTopic("counted", num_partitions=3, replication_factor=1)])["counted"].result(
+        WAIT_S
+    )
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for i in range(10):
         producer.produce("counted", value=b"a", partition=0, timestamp=1_000 + i)
@@ -46,12 +51,21 @@ def test_offsets_match_the_produced_counts(kafkapy_cluster: KafkapyCluster) -> N
 
     some = run_tool("--broker-list", bootstrap, "--topic", "counted", "--partitions", "1,7")
     assert some.returncode == 0, some.stderr
-    assert (some.stdout.splitlines(), some.stderr.strip()) == (["counted:1:5"], "Error: partition 7 does not exist")
+    assert (some.stdout.splitlines(), some.stderr.strip()) == (
+        ["counted:1:5"],
+        "Error: partition 7 does not exist",
+    )
     none = run_tool("--broker-list", bootstrap, "--topic", "counted", "--partitions", "7")
     assert (none.returncode, none.stderr.strip()) == (
-        1, "Topic counted does not have any of the requested partitions 7")
+        1,
+        "Topic counted does not have any of the requested partitions 7",
+    )
     missing = run_tool("--broker-list", bootstrap, "--topic", "nope")
-    assert (missing.returncode, missing.stderr.strip(), missing.stdout) == (1, "Topic nope does not exist", "")
+    assert (missing.returncode, missing.stderr.strip(), missing.stdout) == (
+        1,
+        "Topic nope does not exist",
+        "",
+    )
 
 
 def test_arguments_are_checked_before_connecting() -> None:
@@ -60,11 +74,16 @@ def test_arguments_are_checked_before_connecting() -> None:
     done = run_tool("--broker-list", "127.0.0.1:1")
     assert (done.returncode, done.stderr.strip()) == (1, 'Missing required argument "[topic]"')
     done = run_tool("--broker-list", "nohostport", "--topic", "t")
-    assert (done.returncode, done.stderr.strip()) == (1, "Please provide valid host:port like host1:9091,host2:9092")
+    assert (done.returncode, done.stderr.strip()) == (
+        1,
+        "Please provide valid host:port like host1:9091,host2:9092",
+    )
     for bad in ("0,x", "0,,1", " 1"):
         done = run_tool("--broker-list", "127.0.0.1:1", "--topic", "t", "--partitions", bad)
         assert (done.returncode, done.stderr.rstrip("\n")) == (
-            1, f"--partitions expects a comma separated list of numeric partition ids, but received: {bad}")
+            1,
+            f"--partitions expects a comma separated list of numeric partition ids, but received: {bad}",
+        )
 
 
 def test_lines_and_broker_lists() -> None:

@@ -108,7 +108,7 @@ def expire_session(client: KafkaZkClient, zk_connect: str) -> None:
 
 
 def test_top_level_paths_and_chroot(zk: KafkaZkClient, zk_connect: str, connect: str) -> None:
-    chroot = connect[len(zk_connect):]
+    chroot = connect[len(zk_connect) :]
     bare = KazooClient(hosts=zk_connect)
     bare.start(timeout=10)
     try:
@@ -125,7 +125,9 @@ def test_cluster_id_created_once_then_read(new_client: Callable[[], KafkaZkClien
     a, b = new_client(), new_client()
     assert a.get_cluster_id() is None
     results: list[str] = []
-    threads = [threading.Thread(target=lambda c=c: results.append(c.get_or_create_cluster_id())) for c in (a, b)]
+    threads = [
+        threading.Thread(target=lambda c=c: results.append(c.get_or_create_cluster_id())) for c in (a, b)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -171,7 +173,8 @@ def test_duplicate_broker_id_from_another_session_fails(new_client: Callable[[],
         second.register_broker(broker(5))
     assert str(e.value) == (
         f"Error while creating ephemeral at /brokers/ids/5, node already exists and owner "
-        f"'{first.session_id}' does not match current session '{second.session_id}'")
+        f"'{first.session_id}' does not match current session '{second.session_id}'"
+    )
     first.close()  # its ephemeral node goes with its session
     wait_for(lambda: second.get_broker(5) is None)
     second.register_broker(broker(5))
@@ -199,7 +202,7 @@ def test_controller_election_race_has_one_winner(new_client: Callable[[], KafkaZ
         t.join()
     winners = {i: r for i, r in outcomes.items() if not isinstance(r, Exception)}
     assert len(winners) == 1 and len(outcomes) == 4
-    (winner, (epoch, epoch_zk_version)), = winners.items()
+    ((winner, (epoch, epoch_zk_version)),) = winners.items()
     assert (epoch, epoch_zk_version) == (1, 1)
     assert clients[0].get_controller_id() == winner
     assert clients[0].get_controller_epoch() == (1, 1)
@@ -233,7 +236,9 @@ def test_create_topic_and_read_assignment(zk: KafkaZkClient) -> None:
 
     with pytest.raises(TopicExistsException, match="Topic 'orders' already exists."):
         admin.create_topic("orders", 1, 1)
-    with pytest.raises(InvalidReplicationFactorException, match="Replication factor: 4 larger than available brokers: 3."):
+    with pytest.raises(
+        InvalidReplicationFactorException, match="Replication factor: 4 larger than available brokers: 3."
+    ):
         admin.create_topic("other", 1, 4)
     with pytest.raises(InvalidTopicException):
         admin.create_topic("bad/name", 1, 1)
@@ -276,7 +281,9 @@ def test_partition_states_conditional_updates(zk: KafkaZkClient) -> None:
     # The controller moves leadership of t-0; t-1 was changed by its leader meanwhile.
     ok, version = zk.conditional_update_path(
         "/brokers/topics/t/partitions/1/state",
-        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}', 0)
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}',
+        0,
+    )
     assert (ok, version) == (True, 1)
     result = zk.update_leader_and_isr({t0: LeaderAndIsr(1, 1, (1,), 0), t1: LeaderAndIsr(0, 1, (0,), 0)}, 2)
     assert result.finished == {t0: LeaderAndIsr(1, 1, (1,), 1)}
@@ -294,7 +301,9 @@ def test_controller_writes_are_fenced_by_epoch_zk_version(zk: KafkaZkClient) -> 
     with pytest.raises(ControllerMovedException):
         zk.update_leader_and_isr({tp: LeaderAndIsr(0, 1, (0,), 0)}, epoch, epoch_zk_version + 1)
     with pytest.raises(ControllerMovedException):
-        zk.set_topic_assignment("t", {0: [0], 1: [0]}, expected_controller_epoch_zk_version=epoch_zk_version + 1)
+        zk.set_topic_assignment(
+            "t", {0: [0], 1: [0]}, expected_controller_epoch_zk_version=epoch_zk_version + 1
+        )
     assert zk.get_topic_partition_state(tp) == state
 
 
@@ -305,7 +314,9 @@ def test_topic_deletion_request_and_cleanup(zk: KafkaZkClient) -> None:
     zk.register_broker(broker(0))
     admin = AdminZkClient(zk)
     admin.create_topic("doomed", 2, 1, {"retention.ms": "1"})
-    zk.create_topic_partition_states({TopicPartition("doomed", 0): LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0,)), 1)})
+    zk.create_topic_partition_states(
+        {TopicPartition("doomed", 0): LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0,)), 1)}
+    )
     admin.delete_topic("doomed")
     assert zk.get_topic_deletions() == ["doomed"] and zk.is_topic_marked_for_deletion("doomed")
     with pytest.raises(TopicAlreadyMarkedForDeletionError):

@@ -38,7 +38,10 @@ OVERRIDES = {
 def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kafkapy.tools.leader_election", *args],
-        capture_output=True, text=True, timeout=90, check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
 
 
@@ -57,7 +60,9 @@ def state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any]:
 
 def create(cluster: KafkapyCluster, topic: str, replicas: list[int]) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[topic].result(WAIT_S)
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[replicas])])[topic].result(
+        WAIT_S
+    )
 
 
 @pytest.mark.timeout(300)
@@ -78,16 +83,34 @@ def test_preferred_election_moves_leadership_back_after_a_controlled_shutdown(
 
     done = run_tool("--bootstrap-server", bootstrap, "--election-type", "preferred", "--all-topic-partitions")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["Successfully completed leader election (PREFERRED) for partitions moved-0"]
+    assert done.stdout.splitlines() == [
+        "Successfully completed leader election (PREFERRED) for partitions moved-0"
+    ]
     assert state(zk, "moved")["leader"] == preferred
 
-    again = run_tool("--bootstrap-server", bootstrap, "--election-type", "PREFERRED", "--topic", "moved",
-                     "--partition", "0")
+    again = run_tool(
+        "--bootstrap-server",
+        bootstrap,
+        "--election-type",
+        "PREFERRED",
+        "--topic",
+        "moved",
+        "--partition",
+        "0",
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines() == ["Valid replica already elected for partitions moved-0"]
 
-    missing = run_tool("--bootstrap-server", bootstrap, "--election-type", "preferred", "--topic", "moved",
-                       "--partition", "7")
+    missing = run_tool(
+        "--bootstrap-server",
+        bootstrap,
+        "--election-type",
+        "preferred",
+        "--topic",
+        "moved",
+        "--partition",
+        "7",
+    )
     assert missing.returncode == 1
     assert missing.stdout.splitlines() == [
         "Error completing leader election (PREFERRED) for partition: moved-7: "
@@ -115,18 +138,22 @@ def test_unclean_election_elects_a_replica_outside_the_isr(
     assert state(zk, "lost")["leader"] == -1, "a clean election must not pick the out-of-sync replica"
     bootstrap = kafkapy_cluster.broker(controller).bootstrap
 
-    preferred = run_tool("--bootstrap-server", bootstrap, "--election-type", "preferred", "--topic", "lost",
-                         "--partition", "0")
+    preferred = run_tool(
+        "--bootstrap-server", bootstrap, "--election-type", "preferred", "--topic", "lost", "--partition", "0"
+    )
     assert preferred.returncode == 1
     assert preferred.stdout.startswith(
         "Error completing leader election (PREFERRED) for partition: lost-0: "
         "org.apache.kafka.common.errors.PreferredLeaderNotAvailableException: "
     ), preferred.stdout
 
-    done = run_tool("--bootstrap-server", bootstrap, "--election-type", "unclean", "--topic", "lost",
-                    "--partition", "0")
+    done = run_tool(
+        "--bootstrap-server", bootstrap, "--election-type", "unclean", "--topic", "lost", "--partition", "0"
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["Successfully completed leader election (UNCLEAN) for partitions lost-0"]
+    assert done.stdout.splitlines() == [
+        "Successfully completed leader election (UNCLEAN) for partitions lost-0"
+    ]
     after = state(zk, "lost")
     assert (after["leader"], after["isr"]) == (lagging, [lagging])
 
@@ -141,16 +168,38 @@ def test_unclean_election_elects_a_replica_outside_the_isr(
     [
         ([], "Missing required option(s): election-type, bootstrap-server"),
         (["--bootstrap-server", "127.0.0.1:1"], "Missing required option(s): election-type"),
-        (["--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred"],
-         "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file"),
-        (["--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred", "--topic", "t",
-          "--all-topic-partitions"],
-         "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file"),
-        (["--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred", "--topic", "t"],
-         "Missing required option(s): partition"),
-        (["--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred", "--all-topic-partitions",
-          "--partition", "0"],
-         "Option partition is only allowed if topic is used"),
+        (
+            ["--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred"],
+            "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file",
+        ),
+        (
+            [
+                "--bootstrap-server",
+                "127.0.0.1:1",
+                "--election-type",
+                "preferred",
+                "--topic",
+                "t",
+                "--all-topic-partitions",
+            ],
+            "One and only one of the following options is required: topic, all-topic-partitions, path-to-json-file",
+        ),
+        (
+            ["--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred", "--topic", "t"],
+            "Missing required option(s): partition",
+        ),
+        (
+            [
+                "--bootstrap-server",
+                "127.0.0.1:1",
+                "--election-type",
+                "preferred",
+                "--all-topic-partitions",
+                "--partition",
+                "0",
+            ],
+            "Option partition is only allowed if topic is used",
+        ),
     ],
 )
 def test_bad_options_fail_with_kafkas_messages(args: list[str], message: str) -> None:
@@ -166,16 +215,19 @@ def test_bad_options_fail_with_kafkas_messages(args: list[str], message: str) ->
     [
         ("not json", "Replica election data is empty"),
         ('{"version": 1}', 'Replica election data is missing "partitions" field'),
-        ('{"partitions": [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 0}]}',
-         "Replica election data contains duplicate partitions: t-0"),
+        (
+            '{"partitions": [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 0}]}',
+            "Replica election data contains duplicate partitions: t-0",
+        ),
     ],
 )
 def test_bad_json_files_fail_before_any_request(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "election.json"
     path.write_text(text)
     # Port 1 has no broker: the file is refused before anything is dialled.
-    done = run_tool("--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred",
-                    "--path-to-json-file", str(path))
+    done = run_tool(
+        "--bootstrap-server", "127.0.0.1:1", "--election-type", "preferred", "--path-to-json-file", str(path)
+    )
     assert (done.returncode, done.stderr.strip()) == (1, f"Error: {message}")
 
 
@@ -185,7 +237,9 @@ def test_report_prints_kafkas_three_kinds_of_lines() -> None:
         TopicPartition("b", 0): None,
         TopicPartition("a", 1): None,
         TopicPartition("c", 0): ElectionNotNeededException("Leader election not needed for topic partition."),
-        TopicPartition("d", 2): EligibleLeadersNotAvailableException("Failed to elect leader for partition d-2"),
+        TopicPartition("d", 2): EligibleLeadersNotAvailableException(
+            "Failed to elect leader for partition d-2"
+        ),
     }
     with pytest.raises(AdminCommandFailedError, match=r"^1 replica\(s\) could not be elected$"):
         report(ElectionType.UNCLEAN, results, lines.append)
@@ -198,5 +252,5 @@ def test_report_prints_kafkas_three_kinds_of_lines() -> None:
     assert parse_election_data('{"partitions": [{"topic": "t", "partition": 3}]}') == {TopicPartition("t", 3)}
     with pytest.raises(ValueError, match="^No such field exists: `partition`$"):
         parse_election_data('{"partitions": [{"topic": "t"}]}')
-    with pytest.raises(ValueError, match='^Expected `String` value, received 1$'):
+    with pytest.raises(ValueError, match="^Expected `String` value, received 1$"):
         parse_election_data('{"partitions": [{"topic": 1, "partition": 0}]}')

@@ -64,8 +64,12 @@ emit(ev="bye")
 
 class Member:
     def __init__(self, props: dict[str, str], topic: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(props), topic],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, json.dumps(props), topic],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.events: list[dict] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -111,7 +115,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         f.result(30)
 
 
-def produce(bootstrap: str, topic: str, values: list[str], partitions: int, compression: str = "none") -> None:
+def produce(
+    bootstrap: str, topic: str, values: list[str], partitions: int, compression: str = "none"
+) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 5})
     for i, v in enumerate(values):
         p.produce(topic, value=v.encode(), key=str(i).encode(), partition=i % partitions)
@@ -142,24 +148,41 @@ def offsets(zk: KafkaZkClient, group: str, topic: str, partitions: int) -> dict[
     return result
 
 
-def test_three_members_split_partitions_and_a_killed_members_share_resumes_from_zookeeper(kafkapy_cluster, zk):
+def test_three_members_split_partitions_and_a_killed_members_share_resumes_from_zookeeper(
+    kafkapy_cluster, zk
+):
     bootstrap, topic, group, n = kafkapy_cluster.bootstrap_servers, "legacy", "lg", 6
     create_topic(bootstrap, topic, n)
     first = [f"a{i}" for i in range(600)]
     produce(bootstrap, topic, first, n, compression="gzip")
-    props = {"group.id": group, "zookeeper.connect": kafkapy_cluster.zookeeper_connect,
-             "auto.offset.reset": "smallest", "auto.commit.interval.ms": "200",
-             "zookeeper.session.timeout.ms": "4000", "rebalance.backoff.ms": "500", "rebalance.max.retries": "20"}
+    props = {
+        "group.id": group,
+        "zookeeper.connect": kafkapy_cluster.zookeeper_connect,
+        "auto.offset.reset": "smallest",
+        "auto.commit.interval.ms": "200",
+        "zookeeper.session.timeout.ms": "4000",
+        "rebalance.backoff.ms": "500",
+        "rebalance.max.retries": "20",
+    }
     members = [Member(props, topic) for _ in range(3)]
     try:
         wait_for(lambda: all(m.consumer_id for m in members), what="registrations")
         ids = {m.consumer_id for m in members}
         # Split: two partitions per member (range over three single-stream threads).
-        wait_for(lambda: {o.rsplit("-", 1)[0] if o else None for o in owners(zk, group, topic, n).values()} == ids
-                 and sorted(list(owners(zk, group, topic, n).values()).count(f"{i}-0") for i in ids) == [2, 2, 2],
-                 what="owners split 2/2/2")
-        wait_for(lambda: {e["v"] for m in members for e in m.messages()} == set(first), what="first batch consumed")
-        wait_for(lambda: offsets(zk, group, topic, n) == dict.fromkeys(range(n), 100), what="offsets committed")
+        wait_for(
+            lambda: (
+                {o.rsplit("-", 1)[0] if o else None for o in owners(zk, group, topic, n).values()} == ids
+                and sorted(list(owners(zk, group, topic, n).values()).count(f"{i}-0") for i in ids)
+                == [2, 2, 2]
+            ),
+            what="owners split 2/2/2",
+        )
+        wait_for(
+            lambda: {e["v"] for m in members for e in m.messages()} == set(first), what="first batch consumed"
+        )
+        wait_for(
+            lambda: offsets(zk, group, topic, n) == dict.fromkeys(range(n), 100), what="offsets committed"
+        )
 
         victim, survivors = members[0], members[1:]
         victim_parts = {p for p, o in owners(zk, group, topic, n).items() if o == f"{victim.consumer_id}-0"}
@@ -168,10 +191,18 @@ def test_three_members_split_partitions_and_a_killed_members_share_resumes_from_
         second = [f"b{i}" for i in range(600)]
         produce(bootstrap, topic, second, n)
         survivor_ids = {m.consumer_id for m in survivors}
-        wait_for(lambda: {o.rsplit("-", 1)[0] if o else None for o in owners(zk, group, topic, n).values()}
-                 == survivor_ids, timeout=60, what="survivors owning everything")
+        wait_for(
+            lambda: (
+                {o.rsplit("-", 1)[0] if o else None for o in owners(zk, group, topic, n).values()}
+                == survivor_ids
+            ),
+            timeout=60,
+            what="survivors owning everything",
+        )
         everything = set(first) | set(second)
-        wait_for(lambda: {e["v"] for m in members for e in m.messages()} == everything, what="no message lost")
+        wait_for(
+            lambda: {e["v"] for m in members for e in m.messages()} == everything, what="no message lost"
+        )
         # The victim's partitions were resumed at the offsets it had committed, not reset.
         for p in victim_parts:
             taken = [e["o"] for m in survivors for e in m.messages() if e["p"] == p]
@@ -209,8 +240,11 @@ def test_three_members_split_partitions_and_a_killed_members_share_resumes_from_
                 given = set()
             else:
                 assert previous == "release"  # never two starts without a release between them
-                given = {int(p) for p, th in call["assignment"].get(topic, {}).items()
-                         if th == f"{m.consumer_id}-0"}
+                given = {
+                    int(p)
+                    for p, th in call["assignment"].get(topic, {}).items()
+                    if th == f"{m.consumer_id}-0"
+                }
             previous = call["ev"]
     # After the kill, a start announced the survivors' new split of every partition.
     starts = [c["assignment"].get(topic, {}) for c in survivors[0].listener_calls() if c["ev"] == "start"]
@@ -220,7 +254,10 @@ def test_three_members_split_partitions_and_a_killed_members_share_resumes_from_
     rows = describe_group(zk, group)
     assert [(r.current_offset, r.lag, r.owner) for r in rows] == [(200, 0, None)] * n
     assert rows[0].format().split() == [group, topic, "0", "200", "200", "0", "none"]
-    assert delete_group(zk, group).message == f"Deleted all consumer group information for group {group} in zookeeper."
+    assert (
+        delete_group(zk, group).message
+        == f"Deleted all consumer group information for group {group} in zookeeper."
+    )
     assert group not in list_groups(zk)
     assert delete_group(zk, group).message == f"Delete for group {group} failed because group does not exist."
 
@@ -231,9 +268,16 @@ def test_filter_streams_follow_matching_topics_and_shutdown_commits(kafkapy_clus
     create_topic(bootstrap, "other", 1)
     produce(bootstrap, "wl-a", [f"a{i}" for i in range(50)], 2, compression="snappy")
     produce(bootstrap, "other", ["x"], 1)
-    config = ConsumerConfig.from_props({
-        "group.id": "wl", "zookeeper.connect": kafkapy_cluster.zookeeper_connect, "auto.offset.reset": "smallest",
-        "consumer.timeout.ms": "3000", "auto.commit.interval.ms": "60000", "rebalance.backoff.ms": "200"})
+    config = ConsumerConfig.from_props(
+        {
+            "group.id": "wl",
+            "zookeeper.connect": kafkapy_cluster.zookeeper_connect,
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": "3000",
+            "auto.commit.interval.ms": "60000",
+            "rebalance.backoff.ms": "200",
+        }
+    )
     connector = ZookeeperConsumerConnector(config)
     try:
         [stream] = connector.create_message_streams_by_filter(Whitelist("wl-.*"), 1)
@@ -261,9 +305,14 @@ def test_largest_reset_skips_old_messages_and_commit_offsets_writes_them(kafkapy
     bootstrap = kafkapy_cluster.bootstrap_servers
     create_topic(bootstrap, "late", 1)
     produce(bootstrap, "late", ["old"], 1)
-    config = ConsumerConfig.from_props({
-        "group.id": "late", "zookeeper.connect": kafkapy_cluster.zookeeper_connect,
-        "auto.commit.enable": "false", "consumer.timeout.ms": "5000"})
+    config = ConsumerConfig.from_props(
+        {
+            "group.id": "late",
+            "zookeeper.connect": kafkapy_cluster.zookeeper_connect,
+            "auto.commit.enable": "false",
+            "consumer.timeout.ms": "5000",
+        }
+    )
     with ZookeeperConsumerConnector(config) as connector:
         [stream] = connector.create_message_streams({"late": 1})["late"]
         time.sleep(1.0)  # let the fetcher resolve "largest" before producing

@@ -66,15 +66,21 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
 ) -> None:
     c, dirs = cluster
     admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
-    admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replica_assignment=[[0, 1, 2]] * PARTITIONS)])[TOPIC].result(WAIT_S)
+    admin.create_topics(
+        [NewTopic(TOPIC, num_partitions=PARTITIONS, replica_assignment=[[0, 1, 2]] * PARTITIONS)]
+    )[TOPIC].result(WAIT_S)
     deadline = time.monotonic() + WAIT_S
-    placed = {p: next((d for d in dirs if os.path.isdir(os.path.join(d, f"{TOPIC}-{p}"))), None)
-              for p in range(PARTITIONS)}
+    placed = {
+        p: next((d for d in dirs if os.path.isdir(os.path.join(d, f"{TOPIC}-{p}"))), None)
+        for p in range(PARTITIONS)
+    }
     while None in placed.values():
         assert time.monotonic() < deadline, placed
         time.sleep(0.2)
-        placed = {p: next((d for d in dirs if os.path.isdir(os.path.join(d, f"{TOPIC}-{p}"))), None)
-                  for p in range(PARTITIONS)}
+        placed = {
+            p: next((d for d in dirs if os.path.isdir(os.path.join(d, f"{TOPIC}-{p}"))), None)
+            for p in range(PARTITIONS)
+        }
     failing = dirs[0]
     in_failing = sorted(p for p, d in placed.items() if d == failing)
     in_healthy = sorted(p for p, d in placed.items() if d != failing)
@@ -85,8 +91,14 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
     stop = threading.Event()
 
     def produce() -> None:
-        producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 5})
+        producer = Producer(
+            {
+                "bootstrap.servers": c.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+            }
+        )
 
         def on_delivery(err: object, msg: object) -> None:
             if err is None:
@@ -161,18 +173,28 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
         zk.stop()
         zk.close()
 
-    described = CliRunner().invoke(log_dirs_command, ["--bootstrap-server", c.bootstrap_servers, "--describe",
-                                                      "--broker-list", "0"])
+    described = CliRunner().invoke(
+        log_dirs_command, ["--bootstrap-server", c.bootstrap_servers, "--describe", "--broker-list", "0"]
+    )
     assert described.exit_code == 0, described.output
     log_dirs = {d["logDir"]: d for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"]}
     assert log_dirs[failing]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
     assert log_dirs[dirs[1]]["error"] is None
 
     # Nothing acknowledged is lost: read every partition to its end from the new leaders.
-    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "check",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "group.id": "check",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
-        ends = {p: consumer.get_watermark_offsets(CkTopicPartition(TOPIC, p), timeout=10)[1] for p in range(PARTITIONS)}
+        ends = {
+            p: consumer.get_watermark_offsets(CkTopicPartition(TOPIC, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        }
         consumer.assign([CkTopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
         seen: set[bytes] = set()
         positions = dict.fromkeys(range(PARTITIONS), 0)
@@ -187,8 +209,10 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
     finally:
         consumer.close()
     lost = set(acked) - seen
-    print(f"acknowledged {len(acked)} records ({failed_at} before the failure), {len(errors)} delivery errors, "
-          f"lost {len(lost)}; partitions {in_failing} moved off {failing}")
+    print(
+        f"acknowledged {len(acked)} records ({failed_at} before the failure), {len(errors)} delivery errors, "
+        f"lost {len(lost)}; partitions {in_failing} moved off {failing}"
+    )
     assert not lost
 
     # A restart with the dir still failed: the broker starts on its healthy dir, its replicas
@@ -212,8 +236,9 @@ def test_a_broker_whose_only_log_dir_fails_halts(tmp_path: Path) -> None:
     """Kafka's LogManager.handleLogDirFailure: with no log dir left the broker halts at once
     (exit 1), saying so; it does not linger without storage."""
     log_dir = str(tmp_path / "only")
-    c = KafkapyCluster(tmp_path / "cluster", 1, {"log.dirs": log_dir,
-                                                  "replica.high.watermark.checkpoint.interval.ms": "500"})
+    c = KafkapyCluster(
+        tmp_path / "cluster", 1, {"log.dirs": log_dir, "replica.high.watermark.checkpoint.interval.ms": "500"}
+    )
     try:
         c.start()
         shutil.rmtree(log_dir)

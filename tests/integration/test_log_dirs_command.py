@@ -42,21 +42,40 @@ def two_dirs(tmp_path: Path) -> Iterator[tuple[KafkapyCluster, list[str]]]:
 def test_describe_two_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]]) -> None:
     cluster, dirs = two_dirs
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic("t", num_partitions=4, replication_factor=1),
-                         NewTopic("other", num_partitions=1, replication_factor=1)])["t"].result(WAIT_S)
+    admin.create_topics(
+        [
+            NewTopic("t", num_partitions=4, replication_factor=1),
+            NewTopic("other", num_partitions=1, replication_factor=1),
+        ]
+    )["t"].result(WAIT_S)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
     for i in range(40):
         producer.produce("t", value=b"x" * 100, partition=i % 4)
     assert producer.flush(WAIT_S) == 0
 
     # The installed entry point may predate this tool: `python -m` runs the same main().
-    done = subprocess.run([sys.executable, "-m", "kafkapy.tools.log_dirs", "--bootstrap-server",
-                           cluster.bootstrap_servers, "--describe", "--topic-list", "t"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkapy.tools.log_dirs",
+            "--bootstrap-server",
+            cluster.bootstrap_servers,
+            "--describe",
+            "--topic-list",
+            "t",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:2] == ["Querying brokers for log directories information",
-                         "Received log directory information from brokers 0"]
+    assert lines[:2] == [
+        "Querying brokers for log directories information",
+        "Received log directory information from brokers 0",
+    ]
     document = json.loads(lines[2])
     assert document["version"] == 1 and [b["broker"] for b in document["brokers"]] == [0]
     log_dirs = document["brokers"][0]["logDirs"]
@@ -73,15 +92,20 @@ def test_describe_two_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]]) -> No
 
     everything = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe"])
     assert everything.exit_code == 0, everything.output
-    all_parts = [p["partition"] for d in json.loads(everything.stdout.splitlines()[2])["brokers"][0]["logDirs"]
-                 for p in d["partitions"]]
+    all_parts = [
+        p["partition"]
+        for d in json.loads(everything.stdout.splitlines()[2])["brokers"][0]["logDirs"]
+        for p in d["partitions"]
+    ]
     assert "other-0" in all_parts
 
-    missing = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
-                                           "--broker-list", "0,7"])
+    missing = CliRunner().invoke(
+        command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe", "--broker-list", "0,7"]
+    )
     assert missing.exit_code == 1
-    assert missing.stdout.strip() == ("ERROR: The given brokers do not exist from --broker-list: 7. "
-                                      "Current existent brokers: 0")
+    assert missing.stdout.strip() == (
+        "ERROR: The given brokers do not exist from --broker-list: 7. Current existent brokers: 0"
+    )
 
 
 def _alter(cluster: KafkapyCluster, moves: dict[str, list[tuple[str, int]]]) -> dict[tuple[str, int], int]:
@@ -89,8 +113,12 @@ def _alter(cluster: KafkapyCluster, moves: dict[str, list[tuple[str, int]]]) -> 
     from kafkapy.client.admin import AdminClient as KafkapyAdmin
     from kafkapy.protocol.api_keys import ApiKey
 
-    body = {"dirs": [{"path": path, "topics": [{"name": t, "partitions": [p]} for t, p in tps]}
-                     for path, tps in moves.items()]}
+    body = {
+        "dirs": [
+            {"path": path, "topics": [{"name": t, "partitions": [p]} for t, p in tps]}
+            for path, tps in moves.items()
+        ]
+    }
     admin = KafkapyAdmin(cluster.bootstrap_servers)
     try:
         admin.metadata([], "alterReplicaLogDirs")
@@ -137,8 +165,9 @@ def test_alter_replica_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]], tmp_
     assert producer.flush(WAIT_S) == 0
     assert not any(n.endswith("-future") for n in os.listdir(dir_b))
 
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition("later", 1, 0)])
     got: list[int] = []
     deadline = time.monotonic() + WAIT_S
@@ -149,16 +178,21 @@ def test_alter_replica_log_dirs(two_dirs: tuple[KafkapyCluster, list[str]], tmp_
     consumer.close()
     assert got == list(range(sent))  # nothing lost or duplicated by the swap
 
-    described = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
-                                             "--topic-list", "later"])
-    dirs_of = {p["partition"]: d["logDir"] for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"]
-               for p in d["partitions"]}
+    described = CliRunner().invoke(
+        command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic-list", "later"]
+    )
+    dirs_of = {
+        p["partition"]: d["logDir"]
+        for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"]
+        for p in d["partitions"]
+    }
     assert dirs_of == {"later-0": dir_a, "later-1": dir_b}
 
 
 @pytest.mark.timeout(90)
-def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[KafkapyCluster, list[str]],
-                                                             tmp_path: Path) -> None:
+def test_reassign_partitions_moves_a_replica_to_its_log_dir(
+    two_dirs: tuple[KafkapyCluster, list[str]], tmp_path: Path
+) -> None:
     """kafkapy-reassign-partitions --execute with log_dirs: Kafka's lines, the replica ends in the
     named dir with its records, and the log-dir throttle is set on the broker."""
     cluster, (dir_a, dir_b) = two_dirs
@@ -170,12 +204,32 @@ def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[Kafk
         producer.produce("m", value=b"%d" % i)
     assert producer.flush(WAIT_S) == 0
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "m", "partition": 0, "replicas": [0], "log_dirs": [target]}]}))
-    done = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", "--bootstrap-server",
-                           cluster.bootstrap_servers, "--execute", "--reassignment-json-file", str(plan),
-                           "--replica-alter-log-dirs-throttle", "10000000"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": "m", "partition": 0, "replicas": [0], "log_dirs": [target]}],
+            }
+        )
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkapy.tools.reassign_partitions",
+            "--bootstrap-server",
+            cluster.bootstrap_servers,
+            "--execute",
+            "--reassignment-json-file",
+            str(plan),
+            "--replica-alter-log-dirs-throttle",
+            "10000000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "The replica-alter-dir throttle limit was set to 10000000 B/s" in done.stdout
     assert "Successfully started partition reassignment for m-0" in done.stdout
@@ -184,14 +238,31 @@ def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[Kafk
     while not os.path.isdir(os.path.join(target, "m-0")) or os.path.isdir(os.path.join(source, "m-0")):
         assert time.monotonic() < deadline, "m-0 never moved"
         time.sleep(0.1)
-    described = CliRunner().invoke(command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe",
-                                             "--topic-list", "m"])
-    parts = {p["partition"]: (d["logDir"], p["isFuture"])
-             for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"] for p in d["partitions"]}
+    described = CliRunner().invoke(
+        command, ["--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic-list", "m"]
+    )
+    parts = {
+        p["partition"]: (d["logDir"], p["isFuture"])
+        for d in json.loads(described.stdout.splitlines()[2])["brokers"][0]["logDirs"]
+        for p in d["partitions"]
+    }
     assert parts == {"m-0": (target, False)}
-    verified = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", "--bootstrap-server",
-                               cluster.bootstrap_servers, "--verify", "--reassignment-json-file", str(plan)],
-                              capture_output=True, text=True, timeout=60, check=False)
+    verified = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkapy.tools.reassign_partitions",
+            "--bootstrap-server",
+            cluster.bootstrap_servers,
+            "--verify",
+            "--reassignment-json-file",
+            str(plan),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "Reassignment of partition m-0 is complete." in verified.stdout
     assert "Reassignment of replica m-0-0 completed successfully." in verified.stdout
@@ -200,7 +271,9 @@ def test_reassign_partitions_moves_a_replica_to_its_log_dir(two_dirs: tuple[Kafk
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
-def test_a_log_dir_move_resumes_after_a_restart(two_dirs: tuple[KafkapyCluster, list[str]], tmp_path: Path) -> None:
+def test_a_log_dir_move_resumes_after_a_restart(
+    two_dirs: tuple[KafkapyCluster, list[str]], tmp_path: Path
+) -> None:
     """A throttled move (50 KB/s over 2 MB) is interrupted by a broker restart: the `-future` log
     survives the clean shutdown, is loaded at start-up and the move carries on from the offset it
     had reached (the throttle is then lifted so it ends quickly), with every record once and in
@@ -209,8 +282,14 @@ def test_a_log_dir_move_resumes_after_a_restart(two_dirs: tuple[KafkapyCluster, 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic("slow", num_partitions=1, replication_factor=1)])["slow"].result(WAIT_S)
     source, target = (dir_a, dir_b) if os.path.isdir(os.path.join(dir_a, "slow-0")) else (dir_b, dir_a)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5,
-                         "compression.type": "none"})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "acks": "all",
+            "linger.ms": 5,
+            "compression.type": "none",
+        }
+    )
     sent = 2000
     for i in range(sent):
         producer.produce("slow", value=b"%08d" % i + b"x" * 1000)
@@ -218,12 +297,32 @@ def test_a_log_dir_move_resumes_after_a_restart(two_dirs: tuple[KafkapyCluster, 
             producer.poll(0)
     assert producer.flush(WAIT_S) == 0
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "slow", "partition": 0, "replicas": [0], "log_dirs": [target]}]}))
-    done = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", "--bootstrap-server",
-                           cluster.bootstrap_servers, "--execute", "--reassignment-json-file", str(plan),
-                           "--replica-alter-log-dirs-throttle", "50000"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": "slow", "partition": 0, "replicas": [0], "log_dirs": [target]}],
+            }
+        )
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkapy.tools.reassign_partitions",
+            "--bootstrap-server",
+            cluster.bootstrap_servers,
+            "--execute",
+            "--reassignment-json-file",
+            str(plan),
+            "--replica-alter-log-dirs-throttle",
+            "50000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
     def futures() -> list[str]:
@@ -239,23 +338,49 @@ def test_a_log_dir_move_resumes_after_a_restart(two_dirs: tuple[KafkapyCluster, 
     broker.restart()
     cluster.wait_until_ready()
     deadline = time.monotonic() + WAIT_S
-    while not (resumed := re.search(r"Resuming the move of slow-0 to \S+ from offset (\d+)", broker.server_log())):
+    while not (
+        resumed := re.search(r"Resuming the move of slow-0 to \S+ from offset (\d+)", broker.server_log())
+    ):
         assert time.monotonic() < deadline, "the move was not resumed"
         time.sleep(0.2)
     assert int(resumed.group(1)) > 0  # not started over
-    lifted = subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", "--bootstrap-server",
-                             cluster.bootstrap_servers, "--entity-type", "brokers", "--entity-name", "0", "--alter",
-                             "--delete-config", "replica.alter.log.dirs.io.max.bytes.per.second"],
-                            capture_output=True, text=True, timeout=60, check=False)
+    lifted = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkapy.tools.configs",
+            "--bootstrap-server",
+            cluster.bootstrap_servers,
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "0",
+            "--alter",
+            "--delete-config",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert lifted.returncode == 0, lifted.stdout + lifted.stderr
 
     deadline = time.monotonic() + 90
-    while futures() or os.path.isdir(os.path.join(source, "slow-0")) or not os.path.isdir(
-            os.path.join(target, "slow-0")):
+    while (
+        futures()
+        or os.path.isdir(os.path.join(source, "slow-0"))
+        or not os.path.isdir(os.path.join(target, "slow-0"))
+    ):
         assert time.monotonic() < deadline, "the resumed move never finished"
         time.sleep(0.2)
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check-resume",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "check-resume",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition("slow", 0, 0)])
     got: list[int] = []
     deadline = time.monotonic() + WAIT_S

@@ -32,8 +32,11 @@ def find_coordinator(port: int) -> tuple[int, int]:
 @pytest.mark.timeout(400)
 @pytest.mark.kafkapy_cluster(
     brokers=3,
-    overrides={"offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
-               "controlled.shutdown.retry.backoff.ms": "200"},
+    overrides={
+        "offsets.topic.replication.factor": "3",
+        "offsets.topic.num.partitions": "3",
+        "controlled.shutdown.retry.backoff.ms": "200",
+    },
 )
 def test_offsets_topic_waits_for_enough_brokers(kafkapy_cluster: KafkapyCluster, zk: KazooClient) -> None:
     first = kafkapy_cluster.broker(0)

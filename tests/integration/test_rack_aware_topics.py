@@ -35,8 +35,12 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = WAIT_S
 
 @pytest.fixture
 def racked(tmp_path: Path) -> Iterator[tuple[KafkapyCluster, KazooClient]]:
-    cluster = KafkapyCluster(tmp_path, 3, {"auto.leader.rebalance.enable": "false"},
-                             broker_overrides={b: {"broker.rack": r} for b, r in RACKS.items()})
+    cluster = KafkapyCluster(
+        tmp_path,
+        3,
+        {"auto.leader.rebalance.enable": "false"},
+        broker_overrides={b: {"broker.rack": r} for b, r in RACKS.items()},
+    )
     try:
         cluster.start()
         zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
@@ -72,9 +76,20 @@ def test_replicas_are_spread_over_racks(racked: tuple[KafkapyCluster, KazooClien
     grown = assignment(zk, "spread")
     assert all({RACKS[b] for b in r} == {"a", "b", "c"} for r in grown.values()), grown
 
-    result = CliRunner().invoke(kafka_topics, ["--zookeeper", cluster.zookeeper_connect, "--create",
-                                               "--topic", "pairs", "--partitions", "6",
-                                               "--replication-factor", "2"])
+    result = CliRunner().invoke(
+        kafka_topics,
+        [
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--create",
+            "--topic",
+            "pairs",
+            "--partitions",
+            "6",
+            "--replication-factor",
+            "2",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Created topic pairs." in result.stdout
     pairs = assignment(zk, "pairs")

@@ -39,8 +39,13 @@ OVERRIDES = {
 
 def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
     # `python -m`: the shared virtualenv has no console script for this tool until reinstalled.
-    return subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", *args],
-                          capture_output=True, text=True, timeout=90, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kafkapy.tools.reassign_partitions", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
@@ -61,18 +66,32 @@ def state(zk: KazooClient, topic: str, partition: int) -> dict[str, Any]:
 
 
 def plan(path: Path, topic: str, assignment: dict[int, list[int]]) -> Path:
-    path.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": p, "replicas": r} for p, r in sorted(assignment.items())]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": p, "replicas": r} for p, r in sorted(assignment.items())
+                ],
+            }
+        )
+    )
     return path
 
 
 def create_topic(cluster: KafkapyCluster, zk: KazooClient, topic: str, assignment: list[list[int]]) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)])[
-        topic].result(WAIT_S)
+        topic
+    ].result(WAIT_S)
     for p, replicas in enumerate(assignment):
-        wait_until(lambda p=p, replicas=replicas: zk.exists(f"/brokers/topics/{topic}/partitions/{p}/state")
-                   and sorted(state(zk, topic, p)["isr"]) == sorted(replicas), f"{topic}-{p} in sync")
+        wait_until(
+            lambda p=p, replicas=replicas: (
+                zk.exists(f"/brokers/topics/{topic}/partitions/{p}/state")
+                and sorted(state(zk, topic, p)["isr"]) == sorted(replicas)
+            ),
+            f"{topic}-{p} in sync",
+        )
 
 
 def partition_dirs(cluster: KafkapyCluster, broker_id: int, topic: str) -> list[str]:
@@ -88,8 +107,16 @@ class AckedProducer:
         self.acked: set[str] = set()
         self.failed = 0
         self._stop = threading.Event()
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                                   "message.timeout.ms": 60000, "retries": 1000, "retry.backoff.ms": 100})
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 60000,
+                "retries": 1000,
+                "retry.backoff.ms": 100,
+            }
+        )
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
@@ -117,10 +144,19 @@ class AckedProducer:
 
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> set[str]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.time()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"verify-{time.time()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1] for p in range(partitions)}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1]
+            for p in range(partitions)
+        }
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         seen: set[str] = set()
         positions = dict.fromkeys(range(partitions), 0)
@@ -152,20 +188,30 @@ def test_move_every_partition_off_a_broker_under_acks_all_load(
         assert done.returncode == 0, done.stdout + done.stderr
         lines = done.stdout.splitlines()
         assert lines[:2] == ["Current partition replica assignment", ""]
-        assert json.loads(lines[2]) == {"version": 1, "partitions": [
-            {"topic": topic, "partition": p, "replicas": r, "log_dirs": ["any", "any"]}
-            for p, r in enumerate([[0, 1], [1, 0], [0, 1]])]}
-        assert lines[3:] == ["", "Save this to use as the --reassignment-json-file option during rollback",
-                             f"Successfully started partition reassignments for {topic}-0,{topic}-1,{topic}-2"]
+        assert json.loads(lines[2]) == {
+            "version": 1,
+            "partitions": [
+                {"topic": topic, "partition": p, "replicas": r, "log_dirs": ["any", "any"]}
+                for p, r in enumerate([[0, 1], [1, 0], [0, 1]])
+            ],
+        }
+        assert lines[3:] == [
+            "",
+            "Save this to use as the --reassignment-json-file option during rollback",
+            f"Successfully started partition reassignments for {topic}-0,{topic}-1,{topic}-2",
+        ]
         verify_lines = [f"Reassignment of partition {topic}-{p} is complete." for p in range(3)]
 
         def verified() -> bool:
             out = run_tool("--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", str(path))
             assert out.returncode == 0, out.stdout + out.stderr
             # Kafka clears replication throttles whenever --verify finds the move complete.
-            return out.stdout.splitlines() == ["Status of partition reassignment:", *verify_lines,
-                                               "Clearing broker-level throttles on brokers 0,1,2",
-                                               f"Clearing topic-level throttles on topic {topic}"]
+            return out.stdout.splitlines() == [
+                "Status of partition reassignment:",
+                *verify_lines,
+                "Clearing broker-level throttles on brokers 0,1,2",
+                f"Clearing topic-level throttles on topic {topic}",
+            ]
 
         wait_until(verified, "--verify to report completion")
         before_stop = len(producer.acked)
@@ -176,17 +222,24 @@ def test_move_every_partition_off_a_broker_under_acks_all_load(
     assert znode["adding_replicas"] == {} and znode["removing_replicas"] == {}
     for p, replicas in target.items():
         assert state(zk, topic, p)["leader"] in replicas
-        wait_until(lambda p=p, replicas=replicas: sorted(state(zk, topic, p)["isr"]) == sorted(replicas), "ISR")
+        wait_until(
+            lambda p=p, replicas=replicas: sorted(state(zk, topic, p)["isr"]) == sorted(replicas), "ISR"
+        )
     assert zk.exists(REASSIGN_PATH) is None
     wait_until(lambda: partition_dirs(kafkapy_cluster, 0, topic) == [], "broker 0's replicas to be deleted")
     assert partition_dirs(kafkapy_cluster, 2, topic) == [f"{topic}-{p}" for p in range(3)]
     # Broker 0 is empty now: stopping it leaves every partition available for acks=all writes.
     kafkapy_cluster.broker(0).stop()
-    after = Producer({"bootstrap.servers": kafkapy_cluster.broker(1).bootstrap, "acks": "all",
-                      "message.timeout.ms": 30000})
+    after = Producer(
+        {"bootstrap.servers": kafkapy_cluster.broker(1).bootstrap, "acks": "all", "message.timeout.ms": 30000}
+    )
     for p in range(3):
-        after.produce(topic, value=f"after-{p}".encode(), partition=p,
-                      on_delivery=lambda err, msg: err is None and producer.acked.add(msg.value().decode()))
+        after.produce(
+            topic,
+            value=f"after-{p}".encode(),
+            partition=p,
+            on_delivery=lambda err, msg: err is None and producer.acked.add(msg.value().decode()),
+        )
     assert after.flush(40) == 0
     assert {f"after-{p}" for p in range(3)} <= producer.acked
     acked = set(producer.acked)
@@ -211,14 +264,19 @@ def test_raise_the_replication_factor_through_zookeeper(
     zk_args = ("--zookeeper", kafkapy_cluster.zookeeper_connect)
     done = run_tool(*zk_args, "--execute", "--reassignment-json-file", str(path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[0] == "Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka."
+    assert (
+        done.stdout.splitlines()[0]
+        == "Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka."
+    )
     assert done.stdout.splitlines()[-1] == f"Successfully started partition reassignment for {topic}-0"
 
     def verified() -> bool:
         out = run_tool(*zk_args, "--verify", "--reassignment-json-file", str(path))
-        return out.stdout.splitlines()[-3:] == [f"Reassignment of partition {topic}-0 is complete.",
-                                                "Clearing broker-level throttles on brokers 0,1,2",
-                                                f"Clearing topic-level throttles on topic {topic}"]
+        return out.stdout.splitlines()[-3:] == [
+            f"Reassignment of partition {topic}-0 is complete.",
+            "Clearing broker-level throttles on brokers 0,1,2",
+            f"Clearing topic-level throttles on topic {topic}",
+        ]
 
     wait_until(verified, "--verify to report completion")
     assert topic_znode(zk, topic)["partitions"] == {"0": [1, 2, 0]}
@@ -229,10 +287,17 @@ def test_raise_the_replication_factor_through_zookeeper(
 
     # And back down to 2, through the broker: the dropped replica's directory goes away.
     shrink = plan(tmp_path / "shrink.json", topic, {0: [1, 2]})
-    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--execute",
-                    "--reassignment-json-file", str(shrink))
+    done = run_tool(
+        "--bootstrap-server",
+        kafkapy_cluster.bootstrap_servers,
+        "--execute",
+        "--reassignment-json-file",
+        str(shrink),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [1, 2]}, "the replication factor to drop")
+    wait_until(
+        lambda: topic_znode(zk, topic)["partitions"] == {"0": [1, 2]}, "the replication factor to drop"
+    )
     assert sorted(state(zk, topic, 0)["isr"]) == [1, 2]
     wait_until(lambda: partition_dirs(kafkapy_cluster, 0, topic) == [], "broker 0's replica to be deleted")
     assert read_all(kafkapy_cluster.bootstrap_servers, topic, 1) == {str(n) for n in range(500)}
@@ -251,20 +316,49 @@ def test_bad_input_is_refused_and_changes_nothing(
     malformed = tmp_path / "malformed.json"
     malformed.write_text('{"version": 1, "partitions": [')
     duplicate = tmp_path / "dup.json"
-    duplicate.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": 0, "replicas": [1, 0]}, {"topic": topic, "partition": 0, "replicas": [0, 1]}]}))
+    duplicate.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": 0, "replicas": [1, 0]},
+                    {"topic": topic, "partition": 0, "replicas": [0, 1]},
+                ],
+            }
+        )
+    )
     cases = [
         (bootstrap, plan(tmp_path / "b1.json", topic, {0: [1, 7]}), "Error: Unknown broker id 7"),
-        (zookeeper, plan(tmp_path / "b2.json", topic, {0: [1, 7]}),
-         "Error: The proposed assignment contains non-existent brokerIDs: 7"),
-        (bootstrap, plan(tmp_path / "t.json", "absent", {0: [0, 1]}),
-         "Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic absent not found."),
-        (zookeeper, plan(tmp_path / "p.json", topic, {5: [0, 1]}),
-         f"Error: The proposed assignment contains non-existent partitions: List({topic}-5)"),
-        (bootstrap, plan(tmp_path / "p2.json", topic, {0: [1, 0], 5: [0, 1]}),
-         f"Error: The proposed assignment contains non-existent partitions: List({topic}-5)"),
-        (bootstrap, duplicate, f"Error: Partition reassignment contains duplicate topic partitions: {topic}-0"),
-        (zookeeper, duplicate, f"Error: Partition reassignment contains duplicate topic partitions: {topic}-0"),
+        (
+            zookeeper,
+            plan(tmp_path / "b2.json", topic, {0: [1, 7]}),
+            "Error: The proposed assignment contains non-existent brokerIDs: 7",
+        ),
+        (
+            bootstrap,
+            plan(tmp_path / "t.json", "absent", {0: [0, 1]}),
+            "Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic absent not found.",
+        ),
+        (
+            zookeeper,
+            plan(tmp_path / "p.json", topic, {5: [0, 1]}),
+            f"Error: The proposed assignment contains non-existent partitions: List({topic}-5)",
+        ),
+        (
+            bootstrap,
+            plan(tmp_path / "p2.json", topic, {0: [1, 0], 5: [0, 1]}),
+            f"Error: The proposed assignment contains non-existent partitions: List({topic}-5)",
+        ),
+        (
+            bootstrap,
+            duplicate,
+            f"Error: Partition reassignment contains duplicate topic partitions: {topic}-0",
+        ),
+        (
+            zookeeper,
+            duplicate,
+            f"Error: Partition reassignment contains duplicate topic partitions: {topic}-0",
+        ),
     ]
     for where, path, message in cases:
         done = run_tool(*where, "--execute", "--reassignment-json-file", str(path))
@@ -300,18 +394,32 @@ def test_a_new_controller_finishes_a_reassignment_the_old_one_started(
     slow_process.send_signal(signal.SIGSTOP)
     try:
         path = plan(tmp_path / "handover.json", topic, {0: [leader, slow]})
-        done = run_tool("--bootstrap-server", kafkapy_cluster.broker(leader).bootstrap, "--execute",
-                        "--reassignment-json-file", str(path))
+        done = run_tool(
+            "--bootstrap-server",
+            kafkapy_cluster.broker(leader).bootstrap,
+            "--execute",
+            "--reassignment-json-file",
+            str(path),
+        )
         assert done.returncode == 0, done.stdout + done.stderr
-        wait_until(lambda: topic_znode(zk, topic)["adding_replicas"] == {"0": [slow]}, "the reassignment to start")
+        wait_until(
+            lambda: topic_znode(zk, topic)["adding_replicas"] == {"0": [slow]}, "the reassignment to start"
+        )
         kafkapy_cluster.broker(controller).kill()
-        wait_until(lambda: zk.exists("/controller")
-                   and json.loads(zk.get("/controller")[0])["brokerid"] == leader, "a new controller")
+        wait_until(
+            lambda: zk.exists("/controller") and json.loads(zk.get("/controller")[0])["brokerid"] == leader,
+            "a new controller",
+        )
         assert topic_znode(zk, topic)["adding_replicas"] == {"0": [slow]}
     finally:
         slow_process.send_signal(signal.SIGCONT)
-    wait_until(lambda: topic_znode(zk, topic)["partitions"] == {"0": [leader, slow]}
-               and topic_znode(zk, topic)["adding_replicas"] == {}, "the new controller to finish")
+    wait_until(
+        lambda: (
+            topic_znode(zk, topic)["partitions"] == {"0": [leader, slow]}
+            and topic_znode(zk, topic)["adding_replicas"] == {}
+        ),
+        "the new controller to finish",
+    )
     wait_until(lambda: sorted(state(zk, topic, 0)["isr"]) == sorted([leader, slow]), "the full ISR")
     assert partition_dirs(kafkapy_cluster, slow, topic) == [f"{topic}-0"]
 
@@ -336,16 +444,20 @@ def test_cancel_returns_a_stuck_reassignment_to_its_original_replicas(
         listed = run_tool(*bootstrap, "--list")
         assert listed.stdout.splitlines() == [
             "Current partition reassignments:",
-            f"{topic}-0: replicas: {first},{stuck},{controller}. adding: {stuck}. removing: {controller}."]
+            f"{topic}-0: replicas: {first},{stuck},{controller}. adding: {stuck}. removing: {controller}.",
+        ]
         verify = run_tool(*bootstrap, "--verify", "--reassignment-json-file", str(path))
         assert verify.stdout.splitlines()[-1] == f"Reassignment of partition {topic}-0 is still in progress."
         again = run_tool(*bootstrap, "--execute", "--reassignment-json-file", str(path))
-        assert again.returncode == 1 and again.stderr.startswith("Cannot execute because there is an existing")
+        assert again.returncode == 1 and again.stderr.startswith(
+            "Cannot execute because there is an existing"
+        )
         cancelled = run_tool(*bootstrap, "--cancel", "--reassignment-json-file", str(path))
         assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
         assert cancelled.stdout.splitlines() == [
             f"Successfully cancelled partition reassignment for: {topic}-0",
-            "None of the specified partition moves are active."]
+            "None of the specified partition moves are active.",
+        ]
     finally:
         stuck_process.send_signal(signal.SIGCONT)
     znode = topic_znode(zk, topic)
@@ -366,11 +478,19 @@ def test_generate_proposes_a_placement_over_the_listed_brokers(
     create_topic(kafkapy_cluster, zk, "spread", [[0], [0], [0], [0]])
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "spread"}]}))
-    current = {"version": 1, "partitions": [
-        {"topic": "spread", "partition": p, "replicas": [0], "log_dirs": ["any"]} for p in range(4)]}
-    for where in (("--bootstrap-server", kafkapy_cluster.bootstrap_servers),
-                  ("--zookeeper", kafkapy_cluster.zookeeper_connect)):
-        done = run_tool(*where, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "0,1")
+    current = {
+        "version": 1,
+        "partitions": [
+            {"topic": "spread", "partition": p, "replicas": [0], "log_dirs": ["any"]} for p in range(4)
+        ],
+    }
+    for where in (
+        ("--bootstrap-server", kafkapy_cluster.bootstrap_servers),
+        ("--zookeeper", kafkapy_cluster.zookeeper_connect),
+    ):
+        done = run_tool(
+            *where, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "0,1"
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         lines = done.stdout.splitlines()
         if where[0] == "--zookeeper":
@@ -383,8 +503,16 @@ def test_generate_proposes_a_placement_over_the_listed_brokers(
         assert sorted(p["replicas"][0] for p in proposed) == [0, 0, 1, 1]  # leaders spread evenly
     missing = tmp_path / "missing.json"
     missing.write_text(json.dumps({"version": 1, "topics": [{"topic": "spread"}, {"topic": "nowhere"}]}))
-    done = run_tool("--bootstrap-server", kafkapy_cluster.bootstrap_servers, "--generate",
-                    "--topics-to-move-json-file", str(missing), "--broker-list", "0,1")
+    done = run_tool(
+        "--bootstrap-server",
+        kafkapy_cluster.bootstrap_servers,
+        "--generate",
+        "--topics-to-move-json-file",
+        str(missing),
+        "--broker-list",
+        "0,1",
+    )
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        "Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic nowhere not found."]
+        "Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic nowhere not found."
+    ]

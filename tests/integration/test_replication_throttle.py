@@ -32,8 +32,13 @@ OVERRIDES = {"auto.leader.rebalance.enable": "false", "replica.fetch.backoff.ms"
 
 
 def reassign(*args: str) -> list[str]:
-    result = subprocess.run([sys.executable, "-m", "kafkapy.tools.reassign_partitions", *args],
-                            capture_output=True, text=True, timeout=90, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkapy.tools.reassign_partitions", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
 
@@ -79,9 +84,18 @@ def test_a_throttled_catch_up_holds_the_limit_and_verify_clears_it(
     assert total >= RECORDS * RECORD
 
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "big", "partition": 0, "replicas": [0, 1]}]}))
-    out = reassign("--bootstrap-server", boot, "--execute", "--reassignment-json-file", str(plan),
-                   "--throttle", str(RATE))
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "big", "partition": 0, "replicas": [0, 1]}]})
+    )
+    out = reassign(
+        "--bootstrap-server",
+        boot,
+        "--execute",
+        "--reassignment-json-file",
+        str(plan),
+        "--throttle",
+        str(RATE),
+    )
     started = time.monotonic()
     assert out[-3:] == [
         "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
@@ -90,10 +104,14 @@ def test_a_throttled_catch_up_holds_the_limit_and_verify_clears_it(
         "Successfully started partition reassignment for big-0",
     ]
     assert znode(zk, "/config/topics/big") == {
-        "leader.replication.throttled.replicas": "0:0", "follower.replication.throttled.replicas": "0:1"}
+        "leader.replication.throttled.replicas": "0:0",
+        "follower.replication.throttled.replicas": "0:1",
+    }
     for broker in (0, 1):
         assert znode(zk, f"/config/brokers/{broker}") == {
-            "leader.replication.throttled.rate": str(RATE), "follower.replication.throttled.rate": str(RATE)}
+            "leader.replication.throttled.rate": str(RATE),
+            "follower.replication.throttled.rate": str(RATE),
+        }
 
     samples: list[tuple[float, int]] = []
     deadline = started + 300
@@ -105,21 +123,36 @@ def test_a_throttled_catch_up_holds_the_limit_and_verify_clears_it(
 
     # Kafka's rate window lets the first ~10 x limit through at once; measure from the first
     # stall after that burst (a second with under half the limit appended) to completion.
-    stall = next(i for i in range(len(samples)) if samples[i][1] > 5 * RATE and any(
-        t - samples[i][0] >= 1.0 and s - samples[i][1] < RATE / 2 for t, s in samples[i + 1:i + 8]))
+    stall = next(
+        i
+        for i in range(len(samples))
+        if samples[i][1] > 5 * RATE
+        and any(t - samples[i][0] >= 1.0 and s - samples[i][1] < RATE / 2 for t, s in samples[i + 1 : i + 8])
+    )
     t0, b0 = samples[stall]
     t1, b1 = samples[-1]
     steady = (b1 - b0) / (t1 - t0)
     overall = total / t1
-    print(f"\nthrottle {RATE} B/s: {total} bytes caught up in {t1:.1f}s (overall {overall:.0f} B/s); "
-          f"burst {b0} bytes by {t0:.1f}s; steady rate {steady:.0f} B/s over {t1 - t0:.1f}s")
+    print(
+        f"\nthrottle {RATE} B/s: {total} bytes caught up in {t1:.1f}s (overall {overall:.0f} B/s); "
+        f"burst {b0} bytes by {t0:.1f}s; steady rate {steady:.0f} B/s over {t1 - t0:.1f}s"
+    )
     assert 0.75 * RATE <= steady <= 1.25 * RATE
 
-    lines = wait_until(lambda: (o := reassign("--bootstrap-server", boot, "--verify",
-                                                "--reassignment-json-file", str(plan)))
-                       and "Reassignment of partition big-0 is complete." in o and o, "the reassignment")
-    assert lines == ["Status of partition reassignment:", "Reassignment of partition big-0 is complete.",
-                     "Clearing broker-level throttles on brokers 0,1", "Clearing topic-level throttles on topic big"]
+    lines = wait_until(
+        lambda: (
+            (o := reassign("--bootstrap-server", boot, "--verify", "--reassignment-json-file", str(plan)))
+            and "Reassignment of partition big-0 is complete." in o
+            and o
+        ),
+        "the reassignment",
+    )
+    assert lines == [
+        "Status of partition reassignment:",
+        "Reassignment of partition big-0 is complete.",
+        "Clearing broker-level throttles on brokers 0,1",
+        "Clearing topic-level throttles on topic big",
+    ]
     assert znode(zk, "/config/topics/big") == {}
     assert znode(zk, "/config/brokers/0") == {} and znode(zk, "/config/brokers/1") == {}
 
@@ -131,11 +164,24 @@ def test_throttles_through_zookeeper_are_set_and_cleared(
 ) -> None:
     boot, zkc = kafkapy_cluster.bootstrap_servers, kafkapy_cluster.zookeeper_connect
     admin = AdminClient({"bootstrap.servers": boot})
-    admin.create_topics([NewTopic("small", num_partitions=2, replica_assignment=[[0], [1]])])["small"].result(WAIT_S)
+    admin.create_topics([NewTopic("small", num_partitions=2, replica_assignment=[[0], [1]])])["small"].result(
+        WAIT_S
+    )
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "small", "partition": 0, "replicas": [0, 1]}, {"topic": "small", "partition": 1, "replicas": [0]}]}))
-    out = reassign("--zookeeper", zkc, "--execute", "--reassignment-json-file", str(plan), "--throttle", "5000000")
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": "small", "partition": 0, "replicas": [0, 1]},
+                    {"topic": "small", "partition": 1, "replicas": [0]},
+                ],
+            }
+        )
+    )
+    out = reassign(
+        "--zookeeper", zkc, "--execute", "--reassignment-json-file", str(plan), "--throttle", "5000000"
+    )
     assert out[-3:] == [
         "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
         "is removed.",
@@ -143,11 +189,22 @@ def test_throttles_through_zookeeper_are_set_and_cleared(
         "Successfully started partition reassignments for small-0,small-1",
     ]
     assert znode(zk, "/config/topics/small") == {
-        "leader.replication.throttled.replicas": "0:0,1:1", "follower.replication.throttled.replicas": "0:1,1:0"}
-    lines = wait_until(lambda: (o := reassign("--zookeeper", zkc, "--verify", "--reassignment-json-file", str(plan)))
-                       and "Clearing topic-level throttles on topic small" in o and o, "the reassignment")
-    assert lines[-4:] == ["Reassignment of partition small-0 is complete.",
-                          "Reassignment of partition small-1 is complete.",
-                          "Clearing broker-level throttles on brokers 0,1", "Clearing topic-level throttles on topic small"]
+        "leader.replication.throttled.replicas": "0:0,1:1",
+        "follower.replication.throttled.replicas": "0:1,1:0",
+    }
+    lines = wait_until(
+        lambda: (
+            (o := reassign("--zookeeper", zkc, "--verify", "--reassignment-json-file", str(plan)))
+            and "Clearing topic-level throttles on topic small" in o
+            and o
+        ),
+        "the reassignment",
+    )
+    assert lines[-4:] == [
+        "Reassignment of partition small-0 is complete.",
+        "Reassignment of partition small-1 is complete.",
+        "Clearing broker-level throttles on brokers 0,1",
+        "Clearing topic-level throttles on topic small",
+    ]
     assert znode(zk, "/config/topics/small") == {}
     assert znode(zk, "/config/brokers/0") == {} and znode(zk, "/config/brokers/1") == {}

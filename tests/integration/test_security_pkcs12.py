@@ -38,7 +38,9 @@ def pkcs12_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ka
             "ssl.client.auth": "requested",
         }
 
-    cluster = KafkapyCluster(tmp_path_factory.mktemp("pkcs12"), 1, {"auto.create.topics.enable": "true"}, overrides)
+    cluster = KafkapyCluster(
+        tmp_path_factory.mktemp("pkcs12"), 1, {"auto.create.topics.enable": "true"}, overrides
+    )
     try:
         cluster.start()
         yield cluster, f"127.0.0.1:{ssl_port['port']}", pki

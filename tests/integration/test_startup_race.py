@@ -32,7 +32,9 @@ def zookeeper() -> Iterator[ZooKeeperProcess]:
         yield zk
 
 
-def _start_and_await_registration(zk: KazooClient, broker_id: int, tmp_path: Path, zk_connect: str) -> BrokerHandle:
+def _start_and_await_registration(
+    zk: KazooClient, broker_id: int, tmp_path: Path, zk_connect: str
+) -> BrokerHandle:
     """Start broker `broker_id` and return the moment /brokers/ids/<id> exists. A port picked
     free can be taken before the broker binds it (other processes share the machine): retry."""
     for attempt in range(3):

@@ -14,7 +14,9 @@ from kafkapy.client.connection import BrokerConnection
 
 
 @pytest.mark.timeout(120)
-def test_ports_taken_before_zookeeper_or_a_broker_binds_are_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ports_taken_before_zookeeper_or_a_broker_binds_are_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """free_port() is a guess: another process can bind the port before the broker does. The
     cluster then starts ZooKeeper, or restarts that broker, on another port instead of failing."""
     with socket.create_server(("127.0.0.1", 0)) as squatter:

@@ -55,7 +55,12 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 @pytest.fixture
 def cluster(kafkapy_cluster: KafkapyCluster) -> Iterator[KafkapyCluster]:
     admin = AdminClient({"bootstrap.servers": kafkapy_cluster.bootstrap_servers})
-    futures = admin.create_topics([NewTopic(t, 1, 1) for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio", "tool", "own")])
+    futures = admin.create_topics(
+        [
+            NewTopic(t, 1, 1)
+            for t in ("txn", "held", "fenced", "timeout", "eos-in", "eos-out", "kp", "aio", "tool", "own")
+        ]
+    )
     for f in futures.values():
         f.result(WAIT_S)
     yield kafkapy_cluster
@@ -67,7 +72,9 @@ def producer(cluster: KafkapyCluster, txn_id: str, **extra: Any) -> Producer:
     return p
 
 
-def consume(cluster: KafkapyCluster, topic: str, isolation: str, expect: int, idle_s: float = 3.0) -> list[bytes]:
+def consume(
+    cluster: KafkapyCluster, topic: str, isolation: str, expect: int, idle_s: float = 3.0
+) -> list[bytes]:
     """Values read from offset 0 until `expect` arrived and `idle_s` passed without more."""
     c = Consumer(
         {"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"reader-{isolation}-{time.monotonic()}",
@@ -112,8 +119,13 @@ def test_commit_abort_commit_read_committed_sees_only_committed(cluster: Kafkapy
     from kafkapy.client.consumer import SimpleConsumer
     from kafkapy.common.topic_partition import TopicPartition as OurTopicPartition
 
-    for isolation, expected in (("read_committed", first + second), ("read_uncommitted", first + aborted + second)):
-        ours = SimpleConsumer(cluster.bootstrap_servers, isolation_level=isolation, auto_offset_reset="earliest")
+    for isolation, expected in (
+        ("read_committed", first + second),
+        ("read_uncommitted", first + aborted + second),
+    ):
+        ours = SimpleConsumer(
+            cluster.bootstrap_servers, isolation_level=isolation, auto_offset_reset="earliest"
+        )
         ours.assign([OurTopicPartition("txn", 0)])
         got: list[bytes] = []
         deadline = time.monotonic() + WAIT_S
@@ -178,7 +190,9 @@ def test_timed_out_transaction_is_aborted_by_the_coordinator(cluster: KafkapyClu
 
 def test_send_offsets_to_transaction_commits_offsets_only_on_commit(cluster: KafkapyCluster) -> None:
     group = "eos-group"
-    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "enable.auto.commit": False}
+    )
     tp = TopicPartition("eos-in", 0)
 
     def committed() -> int:
@@ -242,7 +256,9 @@ def test_kafka_python_and_aiokafka_commit_abort_commit(cluster: KafkapyCluster) 
             await producer.stop()
         out: dict[str, list[bytes]] = {}
         for isolation in ("read_committed", "read_uncommitted"):
-            c = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation, enable_auto_commit=False)
+            c = AIOKafkaConsumer(
+                bootstrap_servers=bootstrap, isolation_level=isolation, enable_auto_commit=False
+            )
             await c.start()
             tp = kafka.TopicPartition("aio", 0)
             c.assign([tp])
@@ -302,7 +318,9 @@ def test_kafkapy_producer_transactions(cluster: KafkapyCluster) -> None:
             (p.commit_transaction if commit else p.abort_transaction)()
     finally:
         p.close()
-    assert consume(cluster, "own", "read_committed", 12) == [f"{x}-{i}".encode() for x in ("c1", "c2") for i in range(6)]
+    assert consume(cluster, "own", "read_committed", 12) == [
+        f"{x}-{i}".encode() for x in ("c1", "c2") for i in range(6)
+    ]
     assert len(consume(cluster, "own", "read_uncommitted", 18)) == 18
     c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "own-group"})
     assert c.committed([TopicPartition("own", 0)], timeout=WAIT_S)[0].offset == 7

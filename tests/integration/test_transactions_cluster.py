@@ -32,7 +32,9 @@ OVERRIDES = {
 pytestmark = [pytest.mark.kafkapy_cluster(brokers=3, overrides=OVERRIDES), pytest.mark.timeout(300)]
 
 
-def consume_all(bootstrap: str, isolation: str, expect: int, idle_s: float = 3.0, topic: str = TOPIC) -> list[bytes]:
+def consume_all(
+    bootstrap: str, isolation: str, expect: int, idle_s: float = 3.0, topic: str = TOPIC
+) -> list[bytes]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{isolation}", "isolation.level": isolation,
                   "enable.auto.commit": False})  # fmt: skip
     c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])

@@ -56,7 +56,9 @@ def test_open_transaction_survives_kill_9_and_commits_after_restart(kafkapy_clus
     for v in before:
         plain.produce("crash", v)
     plain.flush(WAIT_S)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "tx-crash", "transaction.timeout.ms": 120_000})
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "tx-crash", "transaction.timeout.ms": 120_000}
+    )
     p.init_transactions(WAIT_S)
     p.begin_transaction()
     inside = [f"inside-{i}".encode() for i in range(5)]

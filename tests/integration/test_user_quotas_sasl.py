@@ -39,8 +39,13 @@ def _overrides(broker_id: int, port: int) -> dict[str, str]:
 
 
 def configs(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkapy.tools.configs", *args],
-                          capture_output=True, text=True, timeout=90, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kafkapy.tools.configs", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
 
 
 def _producer(user: str, password: str, mechanism: str, throttles: list[float]) -> Producer:
@@ -98,25 +103,64 @@ def test_a_user_quota_throttles_that_principal_only_and_keeps_its_scram_credenti
     admin.create_topics([NewTopic("users-q", 1, 1)])["users-q"].result(60)
     # SCRAM credentials through kafkapy-configs, both paths: alice's written to ZooKeeper by the
     # tool, bob's salted by the tool and sent with AlterUserScramCredentials.
-    assert configs("--zookeeper", kafkapy_cluster.zookeeper_connect, "--alter", "--entity-type", "users",
-                   "--entity-name", "alice", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"
-                   ).stdout.splitlines() == ["Completed updating config for entity: user-principal 'alice'."]
-    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "bob",
-                   "--add-config", "SCRAM-SHA-512=[password=bob-secret]").stdout.splitlines() == [
-        "Completed updating config for user bob."]
-    mixed = configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "bob",
-                    "--add-config", "SCRAM-SHA-256=[password=x],producer_byte_rate=1")
-    assert mixed.returncode == 1 and "Cannot alter both quota and SCRAM credential configs simultaneously for " \
-        "'users' using --bootstrap-server." in mixed.stderr
-    assert configs("--bootstrap-server", boot, "--alter", "--entity-type", "users", "--entity-name", "alice",
-                   "--add-config", "producer_byte_rate=262144").stdout.splitlines() == [
-        "Completed updating config for user alice."]
+    assert configs(
+        "--zookeeper",
+        kafkapy_cluster.zookeeper_connect,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
+    ).stdout.splitlines() == ["Completed updating config for entity: user-principal 'alice'."]
+    assert configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "bob",
+        "--add-config",
+        "SCRAM-SHA-512=[password=bob-secret]",
+    ).stdout.splitlines() == ["Completed updating config for user bob."]
+    mixed = configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "bob",
+        "--add-config",
+        "SCRAM-SHA-256=[password=x],producer_byte_rate=1",
+    )
+    assert (
+        mixed.returncode == 1
+        and "Cannot alter both quota and SCRAM credential configs simultaneously for "
+        "'users' using --bootstrap-server."
+        in mixed.stderr
+    )
+    assert configs(
+        "--bootstrap-server",
+        boot,
+        "--alter",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--add-config",
+        "producer_byte_rate=262144",
+    ).stdout.splitlines() == ["Completed updating config for user alice."]
     config = json.loads(zk.get("/config/users/alice")[0])["config"]
     assert config["producer_byte_rate"] == "262144" and "iterations=8192" in config["SCRAM-SHA-256"]
-    assert configs("--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-name", "alice"
-                   ).stdout.splitlines() == [
+    assert configs(
+        "--bootstrap-server", boot, "--describe", "--entity-type", "users", "--entity-name", "alice"
+    ).stdout.splitlines() == [
         "Quota configs for user-principal 'alice' are producer_byte_rate=262144.0",
-        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192"]
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192",
+    ]
     time.sleep(1)  # the broker applies the change notification
 
     alice_throttles: list[float] = []
@@ -129,9 +173,11 @@ def test_a_user_quota_throttles_that_principal_only_and_keeps_its_scram_credenti
     scram_throttles: list[float] = []
     scram = _producer("alice", "alice-secret", "SCRAM-SHA-256", scram_throttles)
     scram_bytes = _send_for(scram, 4)
-    print(f"alice {alice_bytes / 6 / 1024:.0f} KiB/s ({len(alice_throttles)} throttles), "
-          f"bob {bob_bytes / 6 / 1024:.0f} KiB/s ({len(bob_throttles)} throttles), "
-          f"alice over SCRAM {scram_bytes / 4 / 1024:.0f} KiB/s ({len(scram_throttles)} throttles)")
+    print(
+        f"alice {alice_bytes / 6 / 1024:.0f} KiB/s ({len(alice_throttles)} throttles), "
+        f"bob {bob_bytes / 6 / 1024:.0f} KiB/s ({len(bob_throttles)} throttles), "
+        f"alice over SCRAM {scram_bytes / 4 / 1024:.0f} KiB/s ({len(scram_throttles)} throttles)"
+    )
     assert alice_throttles and max(alice_throttles) > 0
     assert not any(bob_throttles)
     assert scram_bytes > 0 and scram_throttles and max(scram_throttles) > 0

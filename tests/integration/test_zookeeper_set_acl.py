@@ -29,8 +29,14 @@ def run_tool(module: str, *args: str, kafka_opts: str | None) -> subprocess.Comp
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"}
     if kafka_opts is not None:
         env["KAFKA_OPTS"] = kafka_opts
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          timeout=90, check=False, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+        env=env,
+    )
 
 
 @pytest.mark.timeout(240)
@@ -44,8 +50,19 @@ def test_broker_and_tools_with_secure_acls(tmp_path: Path, monkeypatch: pytest.M
     try:
         cluster.start()
         server = cluster.zookeeper_connect
-        created = run_tool("kafkapy.tools.topics", "--zookeeper", server, "--create", "--topic", "t",
-                           "--partitions", "1", "--replication-factor", "1", kafka_opts=kafka_opts)
+        created = run_tool(
+            "kafkapy.tools.topics",
+            "--zookeeper",
+            server,
+            "--create",
+            "--topic",
+            "t",
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "1",
+            kafka_opts=kafka_opts,
+        )
         assert created.returncode == 0, created.stdout + created.stderr
 
         anonymous = KazooClient(hosts=server, timeout=10)
@@ -60,8 +77,15 @@ def test_broker_and_tools_with_secure_acls(tmp_path: Path, monkeypatch: pytest.M
 
         kafka = ACL(Permissions.ALL, Id("digest", make_digest_acl_credential("kafka", "kafka-secret")))
         world_read = ACL(Permissions.READ, Id("world", "anyone"))
-        for path in ("/brokers/ids/0", "/brokers/topics/t", "/config/topics/t", "/controller",
-                     "/brokers/topics/t/partitions/0/state", "/cluster/id", "/config/changes"):
+        for path in (
+            "/brokers/ids/0",
+            "/brokers/topics/t",
+            "/config/topics/t",
+            "/controller",
+            "/brokers/topics/t/partitions/0/state",
+            "/cluster/id",
+            "/config/changes",
+        ):
             assert authenticated.get_acls(path)[0] == [kafka, world_read], path
         assert authenticated.get_acls("/config/users")[0] == [kafka]  # sensitive: not even world-readable
         assert authenticated.get_acls("/consumers")[0] == [ACL(Permissions.ALL, Id("world", "anyone"))]
@@ -74,30 +98,73 @@ def test_broker_and_tools_with_secure_acls(tmp_path: Path, monkeypatch: pytest.M
         with pytest.raises(NoAuthError):
             anonymous.create("/config/topics/t/x")
 
-        refused = run_tool("kafkapy.tools.topics", "--zookeeper", server, "--create", "--topic", "t2",
-                           "--partitions", "1", "--replication-factor", "1", kafka_opts=None)
+        refused = run_tool(
+            "kafkapy.tools.topics",
+            "--zookeeper",
+            server,
+            "--create",
+            "--topic",
+            "t2",
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "1",
+            kafka_opts=None,
+        )
         assert refused.returncode != 0
         assert "KeeperErrorCode = NoAuth for /config/topics/t2" in refused.stdout + refused.stderr
         assert anonymous.exists("/brokers/topics/t2") is None
 
-        shell = run_tool("kafkapy.tools.zookeeper_shell", server, "set", "/config/topics/t", "{}", kafka_opts=None)
+        shell = run_tool(
+            "kafkapy.tools.zookeeper_shell", server, "set", "/config/topics/t", "{}", kafka_opts=None
+        )
         assert shell.returncode == 1
         assert "Insufficient permission : /config/topics/t" in shell.stderr
-        shell = run_tool("kafkapy.tools.zookeeper_shell", server, "create", "/config/topics/t/mine", "x",
-                         kafka_opts=kafka_opts)
+        shell = run_tool(
+            "kafkapy.tools.zookeeper_shell",
+            server,
+            "create",
+            "/config/topics/t/mine",
+            "x",
+            kafka_opts=kafka_opts,
+        )
         assert shell.returncode == 0, shell.stderr
 
-        configs = run_tool("kafkapy.tools.configs", "--zookeeper", server, "--alter", "--entity-type", "topics",
-                           "--entity-name", "t", "--add-config", "retention.ms=1000", kafka_opts=None)
+        configs = run_tool(
+            "kafkapy.tools.configs",
+            "--zookeeper",
+            server,
+            "--alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "t",
+            "--add-config",
+            "retention.ms=1000",
+            kafka_opts=None,
+        )
         assert configs.returncode != 0 and "NoAuth" in configs.stdout + configs.stderr
-        configs = run_tool("kafkapy.tools.configs", "--zookeeper", server, "--alter", "--entity-type", "topics",
-                           "--entity-name", "t", "--add-config", "retention.ms=1000", kafka_opts=kafka_opts)
+        configs = run_tool(
+            "kafkapy.tools.configs",
+            "--zookeeper",
+            server,
+            "--alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "t",
+            "--add-config",
+            "retention.ms=1000",
+            kafka_opts=kafka_opts,
+        )
         assert configs.returncode == 0, configs.stdout + configs.stderr
         assert authenticated.get_acls("/config/changes")[0] == [kafka, world_read]
 
         # A second broker with zookeeper.set.acl=true but no credentials refuses to start.
         monkeypatch.delenv("KAFKA_OPTS")
-        refused_broker = BrokerHandle(1, free_port(), tmp_path / "broker-1", server, {"zookeeper.set.acl": "true"})
+        refused_broker = BrokerHandle(
+            1, free_port(), tmp_path / "broker-1", server, {"zookeeper.set.acl": "true"}
+        )
         refused_broker.start()
         assert refused_broker.process is not None
         assert refused_broker.process.wait(timeout=60) != 0

@@ -19,7 +19,11 @@ WATCHER = ["", "WATCHER::", "", "WatchedEvent state:SyncConnected type:None path
 def run_shell(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kafkapy.tools.zookeeper_shell", *args],
-        capture_output=True, text=True, timeout=90, check=False, input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+        input=stdin,
     )
 
 
@@ -41,9 +45,17 @@ def test_single_commands(kafkapy_cluster: KafkapyCluster, zk: KazooClient) -> No
     stat = zk.exists("/tool-test")
     assert stat is not None
     assert run_shell(server, "stat", "/tool-test").stdout.splitlines()[-11:] == [
-        f"cZxid = 0x{stat.czxid:x}", f"ctime = {java_date(stat.ctime)}", f"mZxid = 0x{stat.mzxid:x}",
-        f"mtime = {java_date(stat.mtime)}", f"pZxid = 0x{stat.pzxid:x}", "cversion = 0", "dataVersion = 1",
-        "aclVersion = 0", "ephemeralOwner = 0x0", "dataLength = 5", "numChildren = 0",
+        f"cZxid = 0x{stat.czxid:x}",
+        f"ctime = {java_date(stat.ctime)}",
+        f"mZxid = 0x{stat.mzxid:x}",
+        f"mtime = {java_date(stat.mtime)}",
+        f"pZxid = 0x{stat.pzxid:x}",
+        "cversion = 0",
+        "dataVersion = 1",
+        "aclVersion = 0",
+        "ephemeralOwner = 0x0",
+        "dataLength = 5",
+        "numChildren = 0",
     ]
     assert run_shell(server, "create", "/tool-test/child").returncode == 0
 
@@ -68,7 +80,10 @@ def test_commands_from_stdin(kafkapy_cluster: KafkapyCluster, zk: KazooClient) -
     assert lines[:3] == [f"Connecting to {server}", "Welcome to ZooKeeper!", "JLine support is disabled"]
     assert lines[3:7] == WATCHER
     assert lines[7:11] == [
-        "Created /piped", "[]", "one", "The command 'rmr' has been deprecated. Please use 'deleteall' instead.",
+        "Created /piped",
+        "[]",
+        "one",
+        "The command 'rmr' has been deprecated. Please use 'deleteall' instead.",
     ]
     top = lines[11].strip("[]").split(", ")
     assert "brokers" in top and "piped" not in top

@@ -14,7 +14,9 @@ from kafkapy.server.kafka_server import BrokerState, KafkaServer
 
 
 class FlakyRegistration:
-    def __init__(self, failures: list[Exception], zk: Any = None, new_session_after: int | None = None) -> None:
+    def __init__(
+        self, failures: list[Exception], zk: Any = None, new_session_after: int | None = None
+    ) -> None:
         self.failures = failures
         self.calls = 0
         self.zk = zk

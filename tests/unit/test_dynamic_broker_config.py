@@ -30,8 +30,12 @@ def make(static: dict[str, str] | None = None) -> tuple[KafkaConfig, DynamicBrok
 
 def test_per_broker_overrides_default_overrides_static() -> None:
     config, dynamic = make({"log.retention.ms": "100000", "log.segment.bytes": "2000000"})
-    zk = FakeZk({DEFAULT_ENTITY: {"log.retention.ms": "5000", "log.segment.bytes": "3000000"},
-                 "1": {"log.retention.ms": "7000"}})
+    zk = FakeZk(
+        {
+            DEFAULT_ENTITY: {"log.retention.ms": "5000", "log.segment.bytes": "3000000"},
+            "1": {"log.retention.ms": "7000"},
+        }
+    )
     dynamic.initialize(zk)
     assert config.get("log.retention.ms") == 7000
     assert config.get("log.segment.bytes") == 3000000
@@ -69,12 +73,20 @@ def test_unusable_values_in_zookeeper_are_skipped() -> None:
 
 
 def test_configs_that_cannot_change_at_run_time_are_refused() -> None:
-    with pytest.raises(ConfigException, match=r"^Cannot update these configs dynamically: Set\(broker.id, log.dirs\)$"):
+    with pytest.raises(
+        ConfigException, match=r"^Cannot update these configs dynamically: Set\(broker.id, log.dirs\)$"
+    ):
         validate_dynamic_configs({"broker.id": "2", "log.dirs": "/x", "log.retention.ms": "1"})
 
 
-@pytest.mark.parametrize("props", [{"log.retention.ms": "soon"}, {"leader.replication.throttled.rate": "-1"},
-                                   {"log.cleanup.policy": "forever"}])
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"log.retention.ms": "soon"},
+        {"leader.replication.throttled.rate": "-1"},
+        {"log.cleanup.policy": "forever"},
+    ],
+)
 def test_values_are_checked_against_their_type(props: dict[str, str]) -> None:
     with pytest.raises(ConfigException):
         validate_dynamic_configs(props)

@@ -49,7 +49,9 @@ class FakeController:
 
 
 class Cache:
-    def __init__(self, leaders: dict[TopicPartition, int] | None = None, alive: tuple[int, ...] = (0, 1, 2)) -> None:
+    def __init__(
+        self, leaders: dict[TopicPartition, int] | None = None, alive: tuple[int, ...] = (0, 1, 2)
+    ) -> None:
         self.leaders = leaders or {}
         self.alive = list(alive)
 
@@ -65,13 +67,15 @@ class Cache:
 
 
 def elect(controller: Any, version: int, request: dict[str, Any], cache: Cache) -> Any:
-    body = messages.decode_request(ApiKey.ELECT_LEADERS, version,
-                                   messages.encode_request(ApiKey.ELECT_LEADERS, version, request))
+    body = messages.decode_request(
+        ApiKey.ELECT_LEADERS, version, messages.encode_request(ApiKey.ELECT_LEADERS, version, request)
+    )
     apis = SimpleNamespace(server=SimpleNamespace(controller=controller), metadata_cache=cache)
     request_ns = SimpleNamespace(header=SimpleNamespace(api_version=version))
     answer = asyncio.run(handle_elect_leaders(apis, request_ns, body))  # type: ignore[arg-type]
-    return messages.decode_response(ApiKey.ELECT_LEADERS, version,
-                                    messages.encode_response(ApiKey.ELECT_LEADERS, version, answer))
+    return messages.decode_response(
+        ApiKey.ELECT_LEADERS, version, messages.encode_response(ApiKey.ELECT_LEADERS, version, answer)
+    )
 
 
 @pytest.mark.timeout(10)
@@ -79,12 +83,18 @@ def elect(controller: Any, version: int, request: dict[str, Any], cache: Cache) 
 def test_elect_leaders_answers_each_partition(version: int) -> None:
     other = TopicPartition("t", 1)
     controller = FakeController({TP: 2, other: ElectionNotNeededException("Leader election not needed.")})
-    answer = elect(controller, version, {"election_type": 1, "timeout_ms": 1000, "topic_partitions": [
-        {"topic": "t", "partitions": [0, 1]}]}, Cache({TP: 2}))
+    answer = elect(
+        controller,
+        version,
+        {"election_type": 1, "timeout_ms": 1000, "topic_partitions": [{"topic": "t", "partitions": [0, 1]}]},
+        Cache({TP: 2}),
+    )
     assert controller.asked == (ElectionType.UNCLEAN, frozenset({TP, other}))
     (topic,) = answer.replica_election_results
     assert [(p.partition_id, p.error_code) for p in topic.partition_result] == [
-        (0, 0), (1, ElectionNotNeededException.code)]
+        (0, 0),
+        (1, ElectionNotNeededException.code),
+    ]
 
 
 @pytest.mark.timeout(10)
@@ -99,8 +109,12 @@ def test_elect_leaders_v0_is_preferred_and_waits_for_the_metadata_until_the_time
 
 @pytest.mark.timeout(10)
 def test_elect_leaders_on_a_broker_that_is_not_the_controller() -> None:
-    answer = elect(FakeController(error=NotControllerException("no")), 1, {
-        "election_type": 0, "timeout_ms": 1000, "topic_partitions": [{"topic": "t", "partitions": [0]}]}, Cache())
+    answer = elect(
+        FakeController(error=NotControllerException("no")),
+        1,
+        {"election_type": 0, "timeout_ms": 1000, "topic_partitions": [{"topic": "t", "partitions": [0]}]},
+        Cache(),
+    )
     assert answer.error_code == NotControllerException.code
     assert answer.replica_election_results[0].partition_result[0].error_code == NotControllerException.code
 
@@ -125,20 +139,31 @@ class Log:
 def replica_manager() -> ReplicaManager:
     rm = ReplicaManager.__new__(ReplicaManager)
     partition = Partition(TP, 0, Log(100))
-    partition.make_leader(SimpleNamespace(leader=0, leader_epoch=1, partition_epoch=0, replicas=[0, 1], isr=[0, 1]),
-                          1, uuid.UUID(int=0), 0)
+    partition.make_leader(
+        SimpleNamespace(leader=0, leader_epoch=1, partition_epoch=0, replicas=[0, 1], isr=[0, 1]),
+        1,
+        uuid.UUID(int=0),
+        0,
+    )
     rm.partitions = {TP: partition}
     rm.broker_id = 0
     rm.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords")
     return rm
 
 
-async def delete(rm: ReplicaManager, offset: int, timeout_ms: int, cache: Cache,
-                 follower_reports: int | None = None) -> Any:
-    request = {"timeout_ms": timeout_ms, "topics": [
-        {"name": "t", "partitions": [{"partition_index": 0, "offset": offset}]},
-        {"name": "gone", "partitions": [{"partition_index": 0, "offset": 1}]}]}
-    body = messages.decode_request(ApiKey.DELETE_RECORDS, 2, messages.encode_request(ApiKey.DELETE_RECORDS, 2, request))
+async def delete(
+    rm: ReplicaManager, offset: int, timeout_ms: int, cache: Cache, follower_reports: int | None = None
+) -> Any:
+    request = {
+        "timeout_ms": timeout_ms,
+        "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "offset": offset}]},
+            {"name": "gone", "partitions": [{"partition_index": 0, "offset": 1}]},
+        ],
+    }
+    body = messages.decode_request(
+        ApiKey.DELETE_RECORDS, 2, messages.encode_request(ApiKey.DELETE_RECORDS, 2, request)
+    )
     apis = SimpleNamespace(replica_manager=rm, metadata_cache=cache)
     pending = asyncio.ensure_future(handle_delete_records(apis, None, body))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
@@ -146,8 +171,14 @@ async def delete(rm: ReplicaManager, offset: int, timeout_ms: int, cache: Cache,
         assert not pending.done()  # still waiting for broker 1's log start offset
         rm.update_follower_log_start_offsets(1, {TP: follower_reports})
     answer = await pending
-    decoded = messages.decode_response(ApiKey.DELETE_RECORDS, 2, messages.encode_response(ApiKey.DELETE_RECORDS, 2, answer))
-    return {(t.name, p.partition_index): (p.error_code, p.low_watermark) for t in decoded.topics for p in t.partitions}
+    decoded = messages.decode_response(
+        ApiKey.DELETE_RECORDS, 2, messages.encode_response(ApiKey.DELETE_RECORDS, 2, answer)
+    )
+    return {
+        (t.name, p.partition_index): (p.error_code, p.low_watermark)
+        for t in decoded.topics
+        for p in t.partitions
+    }
 
 
 @pytest.mark.timeout(10)

@@ -27,7 +27,9 @@ def test_incremental_append_of_a_huge_list_value_is_linear() -> None:
     """APPEND of 200,000 distinct items to a list config: list membership tests made this
     quadratic (minutes of CPU holding the GIL); validate_only does not skip it."""
     value = ",".join(f"{i}:0" for i in range(200_000))
-    ops = [SimpleNamespace(config_operation=APPEND, name="leader.replication.throttled.replicas", value=value)]
+    ops = [
+        SimpleNamespace(config_operation=APPEND, name="leader.replication.throttled.replicas", value=value)
+    ]
     started = time.monotonic()
     out = apply_ops({}, ops, lambda name: "", lambda name: True)
     assert time.monotonic() - started < 5

@@ -53,20 +53,40 @@ def call(handler, api_key, controller, request):
 def test_alter_hands_targets_and_cancellations_to_the_controller():
     t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
     controller = FakeController({t0: None, t1: InvalidReplicaAssignmentException("Empty replica list")})
-    answer = call(handle_alter_partition_reassignments, ALTER, controller, {"timeout_ms": 1000, "topics": [
-        {"name": "t", "partitions": [{"partition_index": 0, "replicas": [2, 1]},
-                                     {"partition_index": 1, "replicas": None}]}]})
+    answer = call(
+        handle_alter_partition_reassignments,
+        ALTER,
+        controller,
+        {
+            "timeout_ms": 1000,
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 0, "replicas": [2, 1]},
+                        {"partition_index": 1, "replicas": None},
+                    ],
+                }
+            ],
+        },
+    )
     assert controller.asked == {t0: (2, 1), t1: None}
     assert answer.error_code == 0
     (topic,) = answer.responses
     assert [(p.partition_index, p.error_code, p.error_message) for p in topic.partitions] == [
-        (0, 0, None), (1, InvalidReplicaAssignmentException.code, "Empty replica list")]
+        (0, 0, None),
+        (1, InvalidReplicaAssignmentException.code, "Empty replica list"),
+    ]
 
 
 @pytest.mark.timeout(10)
 def test_a_broker_that_is_not_the_controller_says_so():
-    answer = call(handle_alter_partition_reassignments, ALTER,
-                  FakeController(error=NotControllerException("not me")), {"timeout_ms": 1000, "topics": []})
+    answer = call(
+        handle_alter_partition_reassignments,
+        ALTER,
+        FakeController(error=NotControllerException("not me")),
+        {"timeout_ms": 1000, "topics": []},
+    )
     assert answer.error_code == NotControllerException.code and answer.error_message == "not me"
     answer = call(handle_list_partition_reassignments, LIST, None, {"timeout_ms": 1000, "topics": None})
     assert answer.error_code == NotControllerException.code
@@ -76,11 +96,22 @@ def test_a_broker_that_is_not_the_controller_says_so():
 def test_list_returns_the_ongoing_reassignments():
     t0 = TopicPartition("t", 0)
     controller = FakeController({t0: ReplicaAssignment((1, 2, 0), (2,), (0,))})
-    answer = call(handle_list_partition_reassignments, LIST, controller, {"timeout_ms": 1000, "topics": [
-        {"name": "t", "partition_indexes": [0, 3]}]})
+    answer = call(
+        handle_list_partition_reassignments,
+        LIST,
+        controller,
+        {"timeout_ms": 1000, "topics": [{"name": "t", "partition_indexes": [0, 3]}]},
+    )
     assert controller.asked == frozenset({t0, TopicPartition("t", 3)})
     (topic,) = answer.topics
     (p,) = topic.partitions
     assert (p.partition_index, p.replicas, p.adding_replicas, p.removing_replicas) == (0, [1, 2, 0], [2], [0])
-    assert call(handle_list_partition_reassignments, LIST, FakeController({}),
-                {"timeout_ms": 1000, "topics": None}).topics == []
+    assert (
+        call(
+            handle_list_partition_reassignments,
+            LIST,
+            FakeController({}),
+            {"timeout_ms": 1000, "topics": None},
+        ).topics
+        == []
+    )

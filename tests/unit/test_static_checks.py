@@ -1,5 +1,5 @@
 """Lint steps the test command runs, so CI (.ci/run -> bin/kafkapy-test -> pytest) fails on them:
-`ruff check` over the code and tests, and mypy with the settings in pyproject.toml ([tool.mypy]:
+`ruff check` and `ruff format --check` over the code and tests, and mypy with the settings in pyproject.toml ([tool.mypy]:
 default checks for the whole package, strict ones for kafkapy.protocol and kafkapy.server)."""
 
 from __future__ import annotations
@@ -33,9 +33,20 @@ def test_ruff_check_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.timeout(180)
+def test_ruff_format_is_applied() -> None:
+    result = _run([*_ruff(), "format", "--check", "kafkapy", "tests", "benchmarks"], timeout_s=150)
+    assert result.returncode == 0, (
+        "run `ruff format kafkapy tests benchmarks`:\n" + result.stdout + result.stderr
+    )
+
+
 @pytest.mark.timeout(600)
 def test_mypy_passes() -> None:
-    pytest.importorskip("mypy", reason="mypy is in the test extra (pip install -e '.[test]')")
+    try:
+        import mypy  # noqa: F401
+    except ImportError:
+        pytest.fail("mypy is not installed: it is in the test extra (pip install -e '.[test]')")
     # Settings and the package list come from pyproject.toml; the cache keeps re-runs fast.
     result = _run([sys.executable, "-m", "mypy"], timeout_s=540)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -104,6 +104,7 @@ def _binding(c: AclCreation) -> AclBinding:
 
 def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
     """A DescribeAcls/DeleteAcls filter; InvalidRequestException when a code is unknown."""
+
     def pick(table: dict[int, Any], code: int) -> Any:
         if code == ANY:
             return None
@@ -129,7 +130,9 @@ def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
 
 
 @handles(ApiKey.DESCRIBE_ACLS)
-def handle_describe_acls(apis: KafkaApis, request: Request, body: DescribeAclsRequest) -> DescribeAclsResponse:
+def handle_describe_acls(
+    apis: KafkaApis, request: Request, body: DescribeAclsRequest
+) -> DescribeAclsResponse:
     def error(code: int, message: str | None) -> DescribeAclsResponse:
         return DescribeAclsResponse(throttle_time_ms=0, error_code=code, error_message=message, resources=[])
 
@@ -177,7 +180,9 @@ def _entry_key(e: AclEntry) -> tuple[str, str, str, str]:
 
 
 @handles(ApiKey.CREATE_ACLS)
-async def handle_create_acls(apis: KafkaApis, request: Request, body: CreateAclsRequest) -> CreateAclsResponse:
+async def handle_create_acls(
+    apis: KafkaApis, request: Request, body: CreateAclsRequest
+) -> CreateAclsResponse:
     creations = list(body.creations)
     results = [AclCreationResult(error_code=0, error_message=None) for _ in creations]
     authorizer = _authorizer(apis)
@@ -223,7 +228,9 @@ async def handle_create_acls(apis: KafkaApis, request: Request, body: CreateAcls
 
 
 @handles(ApiKey.DELETE_ACLS)
-async def handle_delete_acls(apis: KafkaApis, request: Request, body: DeleteAclsRequest) -> DeleteAclsResponse:
+async def handle_delete_acls(
+    apis: KafkaApis, request: Request, body: DeleteAclsRequest
+) -> DeleteAclsResponse:
     filters = list(body.filters)
     authorizer = _authorizer(apis)
     if not authorize_cluster(apis, request, Operation.ALTER):
@@ -268,7 +275,9 @@ async def handle_delete_acls(apis: KafkaApis, request: Request, body: DeleteAcls
     results = []
     for m in matched:
         if isinstance(m, InvalidRequestException):
-            results.append(DeleteAclsFilterResult(error_code=m.code, error_message=m.message, matching_acls=[]))
+            results.append(
+                DeleteAclsFilterResult(error_code=m.code, error_message=m.message, matching_acls=[])
+            )
             continue
         acls = []
         for b in sorted(m, key=lambda b: (_pattern_key(b.pattern), _entry_key(b.entry))):

@@ -54,7 +54,9 @@ def authorize(
     authorizer = getattr(apis, "authorizer", None)
     if authorizer is None:
         return True
-    allowed = bool(authorizer.authorize(request.principal, request.client_host, operation, resource_type, name))
+    allowed = bool(
+        authorizer.authorize(request.principal, request.client_host, operation, resource_type, name)
+    )
     if not allowed and log_denied:
         _audit(request, "Denied", operation, resource_type, name, logging.INFO)
     elif allowed and authorizer_log.isEnabledFor(logging.DEBUG):
@@ -75,7 +77,9 @@ def _audit(request: Request, result: str, operation: Operation, resource_type: R
     )  # fmt: skip
 
 
-def authorize_cluster(apis: KafkaApis, request: Request, operation: Operation, log_denied: bool = True) -> bool:
+def authorize_cluster(
+    apis: KafkaApis, request: Request, operation: Operation, log_denied: bool = True
+) -> bool:
     return authorize(apis, request, operation, ResourceType.CLUSTER, CLUSTER_NAME, log_denied)
 
 
@@ -86,7 +90,11 @@ def authorize_by_resource_type(
     authorizer = getattr(apis, "authorizer", None)
     if authorizer is None:
         return True
-    return bool(authorizer.authorize_by_resource_type(request.principal, request.client_host, operation, resource_type))
+    return bool(
+        authorizer.authorize_by_resource_type(
+            request.principal, request.client_host, operation, resource_type
+        )
+    )
 
 
 def filter_authorized(

@@ -69,15 +69,20 @@ def entity_name(broker_id: int, resource_name: str) -> str:
 def synonym_names(name: str) -> list[str]:
     """Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the broker names that set one value,
     most precise first."""
-    for group in (["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
-                  ["log.roll.ms", "log.roll.hours"], ["log.roll.jitter.ms", "log.roll.jitter.hours"],
-                  ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]):
+    for group in (
+        ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+        ["log.roll.ms", "log.roll.hours"],
+        ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+        ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+    ):
         if name == group[0]:
             return group
     return [name]
 
 
-def broker_synonyms(name: str, config: Any, dynamic: DynamicBrokerConfig, per_broker: bool = True) -> list[Synonym]:
+def broker_synonyms(
+    name: str, config: Any, dynamic: DynamicBrokerConfig, per_broker: bool = True
+) -> list[Synonym]:
     """Kafka's configSynonyms: every layer (per-broker, cluster default, server.properties,
     built-in default) of every synonym name, then everything before the first entry named
     `name` dropped (Kafka's dropWhile: log.retention.hours=168 alone does not describe
@@ -108,8 +113,15 @@ def topic_synonyms(topic_name: str, config: Any, dynamic: DynamicBrokerConfig) -
     return broker_synonyms(precise, config, dynamic)
 
 
-def _entry(name: str, value: str | None, source: int, syns: list[Synonym], key: Any, include_synonyms: bool,
-           docs: bool) -> DescribeConfigsResourceResult:
+def _entry(
+    name: str,
+    value: str | None,
+    source: int,
+    syns: list[Synonym],
+    key: Any,
+    include_synonyms: bool,
+    docs: bool,
+) -> DescribeConfigsResourceResult:
     sensitive = key is not None and key.type.value == "password"
     return DescribeConfigsResourceResult(
         name=name,
@@ -125,8 +137,9 @@ def _entry(name: str, value: str | None, source: int, syns: list[Synonym], key: 
     )  # fmt: skip
 
 
-def describe_broker(apis: Any, resource_name: str, keys: Collection[str] | None, include_synonyms: bool,
-                    docs: bool) -> list[DescribeConfigsResourceResult]:
+def describe_broker(
+    apis: Any, resource_name: str, keys: Collection[str] | None, include_synonyms: bool, docs: bool
+) -> list[DescribeConfigsResourceResult]:
     """Every config of this broker (its id), or the cluster-wide dynamic defaults ("")."""
     config = apis.config
     dynamic: DynamicBrokerConfig = apis.server.dynamic_broker_config
@@ -183,8 +196,12 @@ def incremental_alter_broker(apis: Any, resource_name: str, ops: Iterable[Any], 
     name = entity_name(apis.broker_id, resource_name)
     current = dict(apis.zk.get_entity_configs("brokers", name) or {})
     keys = apis.config.config_keys()
-    updated = apply_ops(current, ops, lambda n: to_string(keys[n].default) if n in keys else None,
-                        lambda n: n in keys and keys[n].type.value == "list")
+    updated = apply_ops(
+        current,
+        ops,
+        lambda n: to_string(keys[n].default) if n in keys else None,
+        lambda n: n in keys and keys[n].type.value == "list",
+    )
     _validated(resource_name, {k: v for k, v in updated.items() if current.get(k) != v})
     if not validate_only:
         _write(apis, name, updated)
@@ -204,7 +221,9 @@ def apply_ops(current: dict[str, str], ops: Iterable[Any], default_of: Any, is_l
                 )
             # Ordered sets (dict keys): the value is client bytes, and list membership tests made
             # a 1 MB value of distinct items quadratic, minutes of CPU holding the GIL.
-            items = dict.fromkeys(v for v in (current.get(op.name) or default_of(op.name) or "").split(",") if v)
+            items = dict.fromkeys(
+                v for v in (current.get(op.name) or default_of(op.name) or "").split(",") if v
+            )
             added = dict.fromkeys(v for v in (op.value or "").split(",") if v)
             if op.config_operation == APPEND:
                 items.update(added)

@@ -228,7 +228,9 @@ async def _alter_each(
 
 
 @handles(ApiKey.ALTER_CONFIGS)
-async def handle_alter_configs(apis: KafkaApis, request: Request, body: AlterConfigsRequest) -> AlterConfigsResponse:
+async def handle_alter_configs(
+    apis: KafkaApis, request: Request, body: AlterConfigsRequest
+) -> AlterConfigsResponse:
     def alter(r: AlterResource | IncrementalResource) -> None:
         configs = {c.name: c.value for c in r.configs if c.value is not None}
         if r.resource_type == BROKER:
@@ -265,7 +267,9 @@ def _incremental(apis: KafkaApis, r: AlterResource | IncrementalResource, valida
 async def handle_incremental_alter_configs(
     apis: KafkaApis, request: Request, body: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
-    altered = await _alter_each(apis, request, body.resources, lambda r: _incremental(apis, r, body.validate_only))
+    altered = await _alter_each(
+        apis, request, body.resources, lambda r: _incremental(apis, r, body.validate_only)
+    )
     return IncrementalAlterConfigsResponse(
         throttle_time_ms=0,
         responses=[

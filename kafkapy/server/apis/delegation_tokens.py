@@ -166,7 +166,11 @@ def handle_describe_delegation_token(
         return DescribeDelegationTokenResponse(error_code=code, tokens=[], throttle_time_ms=0)
     if body.owners is not None and not body.owners:
         return DescribeDelegationTokenResponse(error_code=0, tokens=[], throttle_time_ms=0)
-    owners = None if body.owners is None else [KafkaPrincipal(o.principal_type, o.principal_name) for o in body.owners]
+    owners = (
+        None
+        if body.owners is None
+        else [KafkaPrincipal(o.principal_type, o.principal_name) for o in body.owners]
+    )
     requester = request.principal
 
     def eligible(info: TokenInformation) -> bool:

@@ -46,8 +46,10 @@ Outcome = int | Exception
 async def handle_elect_leaders(
     apis: KafkaApis, request: Request, body: ElectLeadersRequest
 ) -> ElectLeadersResponse:
-    requested = None if body.topic_partitions is None else frozenset(
-        TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions
+    requested = (
+        None
+        if body.topic_partitions is None
+        else frozenset(TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions)
     )
     # v0 has no election_type: it only ever elected the preferred replica.
     raw_type = body.election_type if request.header.api_version >= 1 else 0
@@ -63,7 +65,8 @@ async def handle_elect_leaders(
             raise NotControllerException("This is not the correct controller for this cluster.")
         future = controller.elect_leaders(election_type, requested)
         outcomes: dict[TopicPartition, Outcome] = await asyncio.wait_for(
-            asyncio.wrap_future(future), max(deadline - time.monotonic(), 0))
+            asyncio.wrap_future(future), max(deadline - time.monotonic(), 0)
+        )
     except TimeoutError:
         return _whole_request(requested, TimeoutException("The request timed out."))
     except Exception as e:  # noqa: BLE001 - NOT_CONTROLLER and friends answer every partition
@@ -109,7 +112,9 @@ def _response(outcomes: dict[TopicPartition, Outcome]) -> ElectLeadersResponse:
     return ElectLeadersResponse(
         throttle_time_ms=0,
         error_code=0,
-        replica_election_results=[ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()],
+        replica_election_results=[
+            ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()
+        ],
     )
 
 

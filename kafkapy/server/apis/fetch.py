@@ -97,7 +97,13 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
             code = 0 if cache.contains_topic(name) else UnknownTopicOrPartitionException.code
         for p in t.partitions:
             wanted_by[(name if name is not None else topic_id, p.partition)] = _Wanted(
-                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, code,
+                name,
+                topic_id,
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,
+                p.current_leader_epoch,
+                code,
                 p.log_start_offset if version >= 5 else -1,
             )
     wanted = list(wanted_by.values())
@@ -122,7 +128,12 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     if replica_id >= 0 and version >= 5:
         # Followers report their log start offsets: DeleteRecords waits for them.
         apis.replica_manager.update_follower_log_start_offsets(
-            replica_id, {TopicPartition(w.topic, w.partition): w.log_start_offset for w in wanted if w.topic and not w.error_code}
+            replica_id,
+            {
+                TopicPartition(w.topic, w.partition): w.log_start_offset
+                for w in wanted
+                if w.topic and not w.error_code
+            },
         )
     results = _read(apis, wanted, replica_id, isolation, max_bytes)
     total = sum(r.size for r in results.values())
@@ -182,7 +193,9 @@ async def _delayed(
     return _respond(apis, request, version, wanted, replica_id, results)
 
 
-def _count(apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dict[TopicPartition, FetchResult]) -> None:
+def _count(
+    apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dict[TopicPartition, FetchResult]
+) -> None:
     """BrokerTopicMetrics of one answered fetch, per partition as Kafka counts them: a consumer's
     bytes are BytesOut of the topic, a follower's are ReplicationBytesOut."""
     topic_stats = apis.replica_manager.topic_stats
@@ -247,7 +260,9 @@ def _respond(
     apis.throttle(request, throttle_ms)
     if size:
         quota.unrecord(user, client_id, size)
-    return fetch_codec.encode_fetch_response(version, request.header.correlation_id, [], throttle_time_ms=throttle_ms)
+    return fetch_codec.encode_fetch_response(
+        version, request.header.correlation_id, [], throttle_time_ms=throttle_ms
+    )
 
 
 def _encode(

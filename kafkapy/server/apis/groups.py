@@ -107,7 +107,9 @@ def _enough_brokers_for_offsets_topic(apis: KafkaApis) -> bool:
     log.error(
         "Number of alive brokers '%d' does not meet the required replication factor '%d' for the offsets topic "
         "(configured via 'offsets.topic.replication.factor'). This error can be ignored if the cluster is "
-        "starting up and not all brokers are up yet.", alive, required,
+        "starting up and not all brokers are up yet.",
+        alive,
+        required,
     )
     return False
 
@@ -125,7 +127,9 @@ async def _ensure_offsets_topic(apis: KafkaApis, gc: Any) -> None:
 async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) -> Coordinator:
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _coordinator_error(key, InvalidRequestException.code, f"Unknown coordinator type {key_type}")
-    if key_type == GROUP_KEY_TYPE and not authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, key):
+    if key_type == GROUP_KEY_TYPE and not authorize(
+        apis, request, Operation.DESCRIBE, ResourceType.GROUP, key
+    ):
         return _coordinator_error(key, GroupAuthorizationException.code)
     if key_type == TRANSACTION_KEY_TYPE and not authorize(
         apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
@@ -243,7 +247,9 @@ async def handle_sync_group(apis: KafkaApis, request: Request, body: SyncGroupRe
     version = request.header.api_version
     gc = coordinator(apis)
     if not _may_read(apis, request, body.group_id):
-        return SyncGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code, assignment=b"")
+        return SyncGroupResponse(
+            throttle_time_ms=0, error_code=GroupAuthorizationException.code, assignment=b""
+        )
     if gc is None:
         return SyncGroupResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE, assignment=b"")
     result = await gc.sync_group(
@@ -374,7 +380,9 @@ def handle_list_groups(apis: KafkaApis, request: Request, body: ListGroupsReques
     code, groups = (_NOT_AVAILABLE, []) if gc is None else gc.list_groups(states)
     if not authorize_cluster(apis, request, Operation.DESCRIBE, log_denied=False):
         groups = [
-            g for g in groups if authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, False)
+            g
+            for g in groups
+            if authorize(apis, request, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, False)
         ]
     return ListGroupsResponse(
         throttle_time_ms=0,
@@ -400,7 +408,9 @@ async def handle_delete_groups(
     allowed = [g for g in names if authorize(apis, request, Operation.DELETE, ResourceType.GROUP, g)]
     results = dict.fromkeys(names, GroupAuthorizationException.code)
     if allowed:
-        results.update(dict.fromkeys(allowed, _NOT_AVAILABLE) if gc is None else await gc.delete_groups(allowed))
+        results.update(
+            dict.fromkeys(allowed, _NOT_AVAILABLE) if gc is None else await gc.delete_groups(allowed)
+        )
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[DeletableGroupResult(group_id=g, error_code=results[g]) for g in names],

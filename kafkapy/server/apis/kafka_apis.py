@@ -116,7 +116,9 @@ class KafkaApis:
         # Produce/fetch byte rates and request percentages (server/quota); a broker always has
         # them, a bare test server gets empty (disabled) ones.
         quotas = getattr(server, "client_quotas", None)
-        self.client_quotas: ClientQuotas = quotas if quotas is not None else ClientQuotas(QuotaSettings(_NO_WINDOW))
+        self.client_quotas: ClientQuotas = (
+            quotas if quotas is not None else ClientQuotas(QuotaSettings(_NO_WINDOW))
+        )
         self._request_quota = self.client_quotas.request
 
     def start_processing(self) -> None:

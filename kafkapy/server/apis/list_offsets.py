@@ -87,7 +87,9 @@ def handle_list_offsets(apis: KafkaApis, request: Request, body: ListOffsetsRequ
     isolation = body.isolation_level if request.header.api_version >= 2 else 0
     topics = []
     # Describe on the topic, once per topic (Kafka's KafkaApis).
-    described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
+    described = filter_authorized(
+        apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics)
+    )
     for t in body.topics:
         parts = []
         for p in t.partitions:

@@ -69,13 +69,18 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-def describe_log_dirs(log_dirs: Iterable[str], logs: dict[TopicPartition, Log],
-                      wanted: set[TopicPartition] | None,
-                      futures: dict[TopicPartition, Log] | None = None,
-                      offline_dirs: frozenset[str] = frozenset()) -> list[DescribeLogDirsResult]:
+def describe_log_dirs(
+    log_dirs: Iterable[str],
+    logs: dict[TopicPartition, Log],
+    wanted: set[TopicPartition] | None,
+    futures: dict[TopicPartition, Log] | None = None,
+    offline_dirs: frozenset[str] = frozenset(),
+) -> list[DescribeLogDirsResult]:
     """One result per log dir (blocking: sums segment sizes)."""
     by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {d: {} for d in log_dirs}
-    entries = [(tp, lg, False) for tp, lg in logs.items()] + [(tp, lg, True) for tp, lg in (futures or {}).items()]
+    entries = [(tp, lg, False) for tp, lg in logs.items()] + [
+        (tp, lg, True) for tp, lg in (futures or {}).items()
+    ]
     for tp, lg, is_future in sorted(entries, key=lambda e: (e[0].topic, e[0].partition, e[2])):
         if wanted is not None and tp not in wanted:
             continue
@@ -115,22 +120,38 @@ async def handle_describe_log_dirs(
 ) -> DescribeLogDirsResponse:
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
         # Kafka 3.x: the top-level error (v3+); older versions just see no log dirs.
-        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ClusterAuthorizationException.code, results=[])
+        return DescribeLogDirsResponse(
+            throttle_time_ms=0, error_code=ClusterAuthorizationException.code, results=[]
+        )
     log_manager = apis.server.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
     futures = log_manager.moves.future_logs()
-    results = await loop.run_in_executor(None, describe_log_dirs, log_manager.log_dirs, logs, _wanted(body),
-                                         futures, log_manager.failure_channel.offline_dirs)
+    results = await loop.run_in_executor(
+        None,
+        describe_log_dirs,
+        log_manager.log_dirs,
+        logs,
+        _wanted(body),
+        futures,
+        log_manager.failure_channel.offline_dirs,
+    )
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
-def alter_replica_log_dir(log_manager: Any, partitions: dict[TopicPartition, Any], tp: TopicPartition,
-                          path: str, offline: set[TopicPartition] | frozenset[TopicPartition] = frozenset()) -> int:
+def alter_replica_log_dir(
+    log_manager: Any,
+    partitions: dict[TopicPartition, Any],
+    tp: TopicPartition,
+    path: str,
+    offline: set[TopicPartition] | frozenset[TopicPartition] = frozenset(),
+) -> int:
     """One partition's error code (blocking: only dictionary and stat calls)."""
     destination = os.path.abspath(path)
     if destination not in log_manager.log_dirs:
-        log.warning("Unable to alter log dirs for %s: Log dir %s is not found in the config.", tp, destination)
+        log.warning(
+            "Unable to alter log dirs for %s: Log dir %s is not found in the config.", tp, destination
+        )
         return LogDirNotFoundException.code
     if not log_manager.is_log_dir_online(destination) or not os.path.isdir(destination):
         log.warning("Unable to alter log dirs for %s: Log directory %s is offline", tp, destination)
@@ -160,12 +181,16 @@ async def handle_alter_replica_log_dirs(
         for d in body.dirs:
             for t in d.topics:
                 refused.setdefault(t.name, []).extend(
-                    AlterReplicaLogDirPartitionResult(partition_index=p, error_code=ClusterAuthorizationException.code)
+                    AlterReplicaLogDirPartitionResult(
+                        partition_index=p, error_code=ClusterAuthorizationException.code
+                    )
                     for p in t.partitions
                 )
         return AlterReplicaLogDirsResponse(
             throttle_time_ms=0,
-            results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in refused.items()],
+            results=[
+                AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in refused.items()
+            ],
         )
 
     def alter_all() -> dict[str, list[AlterReplicaLogDirPartitionResult]]:
@@ -175,7 +200,9 @@ async def handle_alter_replica_log_dirs(
         for d in body.dirs:
             for t in d.topics:
                 for p in t.partitions:
-                    code = alter_replica_log_dir(log_manager, partitions, TopicPartition(t.name, p), d.path, offline)
+                    code = alter_replica_log_dir(
+                        log_manager, partitions, TopicPartition(t.name, p), d.path, offline
+                    )
                     results.setdefault(t.name, []).append(
                         AlterReplicaLogDirPartitionResult(partition_index=p, error_code=code)
                     )
@@ -184,5 +211,7 @@ async def handle_alter_replica_log_dirs(
     results = await asyncio.get_running_loop().run_in_executor(None, alter_all)
     return AlterReplicaLogDirsResponse(
         throttle_time_ms=0,
-        results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in results.items()],
+        results=[
+            AlterReplicaLogDirTopicResult(topic_name=name, partitions=ps) for name, ps in results.items()
+        ],
     )

@@ -106,7 +106,9 @@ def handle_metadata(
     if all_topics:
         names = cache.all_topics()
         if apis.authorizer is not None:
-            allowed = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names, log_denied=False)
+            allowed = filter_authorized(
+                apis, request, Operation.DESCRIBE, ResourceType.TOPIC, names, log_denied=False
+            )
             names = [t for t in names if t in allowed]
         topics_out = [topic_metadata(apis, t, listener) for t in names]
     else:
@@ -125,7 +127,9 @@ def handle_metadata(
                 if name is None:
                     topics_out.append(_error_topic(None, UnknownTopicIdException.code, topic_id))
                     continue
-            if name is not None and not authorize(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, name):
+            if name is not None and not authorize(
+                apis, request, Operation.DESCRIBE, ResourceType.TOPIC, name
+            ):
                 # A topic asked for by id keeps its name to itself.
                 shown = name if t.name is not None else None
                 topics_out.append(_error_topic(shown, TopicAuthorizationException.code, topic_id))
@@ -141,7 +145,9 @@ def handle_metadata(
     if version >= 8 and body.include_topic_authorized_operations:
         for out in topics_out:
             if out.error_code != TopicAuthorizationException.code and out.name is not None:
-                out.topic_authorized_operations = authorized_operations(apis, request, ResourceType.TOPIC, out.name)
+                out.topic_authorized_operations = authorized_operations(
+                    apis, request, ResourceType.TOPIC, out.name
+                )
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and body.include_cluster_authorized_operations:
         cluster_operations = (

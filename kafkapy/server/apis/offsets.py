@@ -125,7 +125,9 @@ async def handle_offset_commit(
     return _commit_response(order, codes)
 
 
-def _commit_response(order: list[tuple[str, list[int]]], codes: dict[tuple[str, int], int]) -> OffsetCommitResponse:
+def _commit_response(
+    order: list[tuple[str, list[int]]], codes: dict[tuple[str, int], int]
+) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
@@ -186,7 +188,9 @@ def _fetch_group(
         return GroupAuthorizationException.code, refused
     unauthorized: list[tuple[str, int]] = []
     if wanted is not None and apis.authorizer is not None:
-        described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in wanted))
+        described = filter_authorized(
+            apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in wanted)
+        )
         unauthorized = [tp for tp in wanted if tp[0] not in described]
         wanted = [tp for tp in wanted if tp[0] in described]
     if gc is None:
@@ -199,7 +203,9 @@ def _fetch_group(
             by_topic.setdefault(t, []).append((p, None, code))
     else:
         if topics is None and apis.authorizer is not None:
-            described = filter_authorized(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in offsets))
+            described = filter_authorized(
+                apis, request, Operation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in offsets)
+            )
             offsets = {tp: om for tp, om in offsets.items() if tp[0] in described}
         for (t, p), om in offsets.items():
             by_topic.setdefault(t, []).append((p, om, 0))
@@ -247,7 +253,9 @@ async def handle_offset_delete(
     codes: dict[tuple[str, int], int] = {}
     wanted = []
     if not authorize(apis, request, Operation.DELETE, ResourceType.GROUP, body.group_id):
-        return OffsetDeleteResponse(error_code=GroupAuthorizationException.code, throttle_time_ms=0, topics=[])
+        return OffsetDeleteResponse(
+            error_code=GroupAuthorizationException.code, throttle_time_ms=0, topics=[]
+        )
     readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t for t, _ in order))
     for t, parts in order:
         for p in parts:

@@ -112,7 +112,11 @@ def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[st
         for _, records in partitions:
             # The low byte of the first batch's i16 attributes (a plain int mask: IntFlag
             # arithmetic costs microseconds per request).
-            if records is not None and len(records) > _ATTRIBUTES_LOW and records[_ATTRIBUTES_LOW] & _TRANSACTIONAL:
+            if (
+                records is not None
+                and len(records) > _ATTRIBUTES_LOW
+                and records[_ATTRIBUTES_LOW] & _TRANSACTIONAL
+            ):
                 transactional = True
     if transactional and (
         req.transactional_id is None
@@ -163,5 +167,8 @@ def _respond(
             (index, r.error_code, r.base_offset, r.log_append_time, r.log_start_offset, (), r.error_message)
         )
     return produce_codec.encode_produce_response_frame(
-        header.api_version, header.correlation_id, topics, throttle_ms  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order
+        header.api_version,
+        header.correlation_id,
+        topics,  # type: ignore[arg-type]  # rows in ProducePartitionResponse's field order
+        throttle_ms,
     )

@@ -31,7 +31,9 @@ async def handle_init_producer_id(
     version = request.header.api_version
     if body.transactional_id is not None:
         tc = txn_coordinator(apis)
-        if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        if not authorize(
+            apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        ):
             code, pid, epoch = TransactionalIdAuthorizationException.code, -1, -1
         elif tc is None:
             code, pid, epoch = CoordinatorNotAvailableException.code, -1, -1
@@ -43,13 +45,18 @@ async def handle_init_producer_id(
                 body.producer_epoch if version >= 3 else -1,
             )
         code = fenced_for_version(code, version, 4)
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch)
+        return InitProducerIdResponse(
+            throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch
+        )
     if not (
         authorize_cluster(apis, request, Operation.IDEMPOTENT_WRITE)
         or authorize_by_resource_type(apis, request, Operation.WRITE, ResourceType.TOPIC)
     ):
         return InitProducerIdResponse(
-            throttle_time_ms=0, error_code=ClusterAuthorizationException.code, producer_id=-1, producer_epoch=-1
+            throttle_time_ms=0,
+            error_code=ClusterAuthorizationException.code,
+            producer_id=-1,
+            producer_epoch=-1,
         )
     if version >= 3 and body.producer_id >= 0:
         # KIP-360: a producer that lost track of its sequence asks to bump its epoch.

@@ -107,11 +107,15 @@ async def handle_list_partition_reassignments(
     controller = apis.server.controller
     if controller is None:
         return _list_failed(NotControllerException("This is not the correct controller for this cluster."))
-    partitions = None if body.topics is None else frozenset(
-        TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes
+    partitions = (
+        None
+        if body.topics is None
+        else frozenset(TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes)
     )
     try:
-        ongoing = await _await_controller(controller.list_partition_reassignments(partitions), body.timeout_ms)
+        ongoing = await _await_controller(
+            controller.list_partition_reassignments(partitions), body.timeout_ms
+        )
     except TimeoutError:
         return _list_failed(TimeoutException("The request timed out."))
     except Exception as e:  # noqa: BLE001

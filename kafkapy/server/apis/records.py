@@ -57,7 +57,9 @@ def _delete_on_leader(apis: KafkaApis, tp: TopicPartition, offset: int) -> _Stat
     partition = apis.replica_manager.leader_partition(tp)
     log = partition.log
     if not log.config.delete:
-        raise PolicyViolationException(f"Records of partition {tp} can not be deleted due to the configured policy")
+        raise PolicyViolationException(
+            f"Records of partition {tp} can not be deleted due to the configured policy"
+        )
     converted = log.high_watermark if offset == HIGH_WATERMARK else offset
     if converted < 0:
         raise OffsetOutOfRangeException(f"The offset {converted} for partition {tp} is not valid")
@@ -76,7 +78,9 @@ async def handle_delete_records(
     statuses: dict[TopicPartition, _Status] = {}
     order: list[tuple[str, list[int]]] = []
     cache = apis.metadata_cache
-    deletable = filter_authorized(apis, request, Operation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
+    deletable = filter_authorized(
+        apis, request, Operation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics)
+    )
     for t in body.topics:
         order.append((t.name, [p.partition_index for p in t.partitions]))
         for p in t.partitions:
@@ -121,9 +125,15 @@ async def _await_replicas(apis: KafkaApis, pending: dict[TopicPartition, _Status
                 continue
             partition = rm.partitions.get(tp)
             if partition is None:
-                status.low_watermark, status.error_code = INVALID_LOW_WATERMARK, UnknownTopicOrPartitionException.code
+                status.low_watermark, status.error_code = (
+                    INVALID_LOW_WATERMARK,
+                    UnknownTopicOrPartitionException.code,
+                )
             elif not partition.is_leader:
-                status.low_watermark, status.error_code = INVALID_LOW_WATERMARK, NotLeaderOrFollowerException.code
+                status.low_watermark, status.error_code = (
+                    INVALID_LOW_WATERMARK,
+                    NotLeaderOrFollowerException.code,
+                )
             else:
                 low = partition.low_watermark(alive)
                 if low < status.required_offset:
@@ -133,4 +143,6 @@ async def _await_replicas(apis: KafkaApis, pending: dict[TopicPartition, _Status
         return all(s.required_offset < 0 for s in pending.values())
 
     # On expiry the partitions still short keep REQUEST_TIMED_OUT and their first low watermark.
-    await rm.delete_records_purgatory.try_complete_else_watch(DelayedOperation(can_complete), pending, timeout_ms)
+    await rm.delete_records_purgatory.try_complete_else_watch(
+        DelayedOperation(can_complete), pending, timeout_ms
+    )

@@ -65,7 +65,9 @@ async def handle_describe_user_scram_credentials(
 ) -> DescribeUserScramCredentialsResponse:
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
         code = ClusterAuthorizationException.code
-        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=code, error_message=None, results=[])
+        return DescribeUserScramCredentialsResponse(
+            throttle_time_ms=0, error_code=code, error_message=None, results=[]
+        )
 
     def describe() -> list[DescribeUserScramCredentialsResult]:
         admin = _admin(apis)
@@ -88,7 +90,9 @@ async def handle_describe_user_scram_credentials(
                 continue
             configs = admin.fetch_entity_config("users", user)
             infos = [
-                CredentialInfo(mechanism=TYPE_BY_MECHANISM[m], iterations=parse_credential(configs[m]).iterations)
+                CredentialInfo(
+                    mechanism=TYPE_BY_MECHANISM[m], iterations=parse_credential(configs[m]).iterations
+                )
                 for m in TYPE_BY_MECHANISM
                 if m in configs
             ]
@@ -115,7 +119,9 @@ async def handle_describe_user_scram_credentials(
 
 
 def _user_error(user: str, code: int, message: str) -> DescribeUserScramCredentialsResult:
-    return DescribeUserScramCredentialsResult(user=user, error_code=code, error_message=message, credential_infos=[])
+    return DescribeUserScramCredentialsResult(
+        user=user, error_code=code, error_message=message, credential_infos=[]
+    )
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
@@ -127,7 +133,9 @@ async def handle_alter_user_scram_credentials(
         code = ClusterAuthorizationException.code
         return AlterUserScramCredentialsResponse(
             throttle_time_ms=0,
-            results=[AlterUserScramCredentialsResult(user=u, error_code=code, error_message=None) for u in users],
+            results=[
+                AlterUserScramCredentialsResult(user=u, error_code=code, error_message=None) for u in users
+            ],
         )
 
     def alter() -> list[AlterUserScramCredentialsResult]:

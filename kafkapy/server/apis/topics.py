@@ -123,8 +123,13 @@ def auto_create_topic(apis: KafkaApis, topic: str) -> None:
 
     # Kafka's KafkaApis.createTopic auto-creates with RackAwareMode.Safe: a cluster where only
     # some brokers have racks still gets the topic, placed rack-unaware.
-    _admin(apis).create_topic(topic, apis.config.num_partitions, apis.config.default_replication_factor, {},
-                              rack_aware_mode=RackAwareMode.SAFE)
+    _admin(apis).create_topic(
+        topic,
+        apis.config.num_partitions,
+        apis.config.default_replication_factor,
+        {},
+        rack_aware_mode=RackAwareMode.SAFE,
+    )
 
 
 def _budget(apis: KafkaApis) -> _PartitionBudget:
@@ -262,7 +267,10 @@ async def handle_delete_topics(
             if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TOPIC, name):
                 responses.append(
                     DeletableTopicResult(
-                        name=None, topic_id=topic_id, error_code=UnknownTopicIdException.code, error_message=None
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=UnknownTopicIdException.code,
+                        error_message=None,
                     )
                 )
                 continue

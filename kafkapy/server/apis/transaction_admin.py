@@ -42,11 +42,15 @@ def handle_describe_producers(
     apis: KafkaApis, request: Request, body: DescribeProducersRequest
 ) -> DescribeProducersResponse:
     topics = []
-    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
+    readable = filter_authorized(
+        apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics)
+    )
     for t in body.topics:
         partitions = []
         for index in t.partition_indexes:
-            out = PartitionResponse(partition_index=index, error_code=0, error_message=None, active_producers=[])
+            out = PartitionResponse(
+                partition_index=index, error_code=0, error_message=None, active_producers=[]
+            )
             if t.name not in readable:
                 out.error_code = TopicAuthorizationException.code
                 partitions.append(out)
@@ -126,13 +130,17 @@ def handle_list_transactions(
             continue
         if pids and md.producer_id not in pids:
             continue
-        if not authorize(apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, md.transactional_id):
+        if not authorize(
+            apis, request, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, md.transactional_id
+        ):
             continue
         if min_duration >= 0 and (md.txn_start_timestamp < 0 or now - md.txn_start_timestamp < min_duration):
             continue
         states.append(
             ListedTransaction(
-                transactional_id=md.transactional_id, producer_id=md.producer_id, transaction_state=str(md.state)
+                transactional_id=md.transactional_id,
+                producer_id=md.producer_id,
+                transaction_state=str(md.state),
             )
         )
     return ListTransactionsResponse(

@@ -89,9 +89,13 @@ async def handle_add_partitions_to_txn(
     if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
         code = TransactionalIdAuthorizationException.code
     else:
-        writable = filter_authorized(apis, request, Operation.WRITE, ResourceType.TOPIC, (t for t, _ in wanted))
+        writable = filter_authorized(
+            apis, request, Operation.WRITE, ResourceType.TOPIC, (t for t, _ in wanted)
+        )
         # Kafka answers unauthorized topics first; only without them the unknown ones.
-        refused = dict.fromkeys((tp for tp in wanted if tp[0] not in writable), TopicAuthorizationException.code)
+        refused = dict.fromkeys(
+            (tp for tp in wanted if tp[0] not in writable), TopicAuthorizationException.code
+        )
         if not refused:
             refused = {
                 tp: UnknownTopicOrPartitionException.code
@@ -134,7 +138,9 @@ async def handle_add_offsets_to_txn(
     apis: KafkaApis, request: Request, body: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
     if not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
-        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=TransactionalIdAuthorizationException.code)
+        return AddOffsetsToTxnResponse(
+            throttle_time_ms=0, error_code=TransactionalIdAuthorizationException.code
+        )
     if not authorize(apis, request, Operation.READ, ResourceType.GROUP, body.group_id):
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=GroupAuthorizationException.code)
     tc = txn_coordinator(apis)
@@ -154,7 +160,9 @@ async def handle_end_txn(apis: KafkaApis, request: Request, body: EndTxnRequest)
     if tc is None:
         return EndTxnResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     code = await tc.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
-    return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(code, request.header.api_version, 2))
+    return EndTxnResponse(
+        throttle_time_ms=0, error_code=fenced_for_version(code, request.header.api_version, 2)
+    )
 
 
 @handles(ApiKey.WRITE_TXN_MARKERS)
@@ -168,7 +176,9 @@ async def handle_write_txn_markers(
     results = []
     for m in body.markers:
         if not allowed:
-            codes = {(t.name, p): ClusterAuthorizationException.code for t in m.topics for p in t.partition_indexes}
+            codes = {
+                (t.name, p): ClusterAuthorizationException.code for t in m.topics for p in t.partition_indexes
+            }
             results.append(_marker_result(m, codes))
             continue
         marker = TxnMarker(
@@ -210,7 +220,9 @@ async def handle_txn_offset_commit(
         whole = GroupAuthorizationException.code
     else:
         whole = 0
-    readable = filter_authorized(apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
+    readable = filter_authorized(
+        apis, request, Operation.READ, ResourceType.TOPIC, (t.name for t in body.topics)
+    )
     for t in body.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
@@ -232,7 +244,9 @@ async def handle_txn_offset_commit(
         if gc is None:
             codes.update(dict.fromkeys(offsets, _NOT_AVAILABLE))
         else:
-            stored = await gc.commit_txn_offsets(body.group_id, body.producer_id, body.producer_epoch, offsets)
+            stored = await gc.commit_txn_offsets(
+                body.group_id, body.producer_id, body.producer_epoch, offsets
+            )
             codes.update({tp: fenced_for_version(c, version, 2) for tp, c in stored.items()})
     return TxnOffsetCommitResponse(
         throttle_time_ms=0,

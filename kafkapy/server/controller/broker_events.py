@@ -56,8 +56,11 @@ class BrokerEvents:
         routes.on(ev.LogDirEventNotification, lambda _e: self.process_log_dir_event_notification())
 
     def _watch_broker(self, broker_id: int) -> None:
-        self._zk.watch_node(f"/brokers/ids/{broker_id}", lambda: self._put(ev.BrokerModifications(broker_id)),
-                            on_delete=lambda: None)  # deletion is a BrokerChange, seen through the children watch
+        self._zk.watch_node(
+            f"/brokers/ids/{broker_id}",
+            lambda: self._put(ev.BrokerModifications(broker_id)),
+            on_delete=lambda: None,
+        )  # deletion is a BrokerChange, seen through the children watch
 
     def initialize_controller_context(self) -> None:
         ctx = self._context
@@ -87,8 +90,10 @@ class BrokerEvents:
         dead = sorted(known - set(current))
         # Same id, newer registration: the broker restarted faster than its old session expired.
         bounced = sorted(b for b in set(current) & known if current[b][1] > ctx.live_broker_epochs.get(b, -1))
-        self._log.info(f"Newly added brokers: {','.join(map(str, new))}, deleted brokers: {','.join(map(str, dead))}, "
-                   f"bounced brokers: {','.join(map(str, bounced))}, all live brokers: {','.join(map(str, sorted(current)))}")
+        self._log.info(
+            f"Newly added brokers: {','.join(map(str, new))}, deleted brokers: {','.join(map(str, dead))}, "
+            f"bounced brokers: {','.join(map(str, bounced))}, all live brokers: {','.join(map(str, sorted(current)))}"
+        )
         for b in new:
             self._channel_manager.add_broker(current[b][0])
         for b in bounced:
@@ -140,8 +145,10 @@ class BrokerEvents:
         self._reassignments.resume_for_new_brokers(new_brokers)
         deleting = {r.topic for r in replicas if ctx.is_topic_queued_up_for_deletion(r.topic)}
         if deleting:
-            self._log.info(f"Some replicas {','.join(sorted(deleting))} for topics scheduled for deletion are on the newly "
-                       f"restarted brokers. Signaling restart of topic deletion for these topics")
+            self._log.info(
+                f"Some replicas {','.join(sorted(deleting))} for topics scheduled for deletion are on the newly "
+                f"restarted brokers. Signaling restart of topic deletion for these topics"
+            )
             self._topic_deletion_manager.resume_deletion_for_topics(deleting)
         for b in new_brokers:
             self._watch_broker(b)
@@ -163,8 +170,10 @@ class BrokerEvents:
         for_deletion = [r for r in replicas if ctx.is_topic_queued_up_for_deletion(r.topic)]
         not_for_deletion = [r for r in replicas if not ctx.is_topic_queued_up_for_deletion(r.topic)]
         offline_leader = [
-            tp for tp, info in ctx.partition_leadership_info.items()
-            if not ctx.is_replica_online(info.leader_and_isr.leader, tp) and not ctx.is_topic_queued_up_for_deletion(tp.topic)
+            tp
+            for tp, info in ctx.partition_leadership_info.items()
+            if not ctx.is_replica_online(info.leader_and_isr.leader, tp)
+            and not ctx.is_topic_queued_up_for_deletion(tp.topic)
         ]
         self._partition_state_machine.handle_state_changes(offline_leader, PartitionState.OFFLINE)
         self._partition_state_machine.trigger_online_partition_state_change()
@@ -208,8 +217,12 @@ class BrokerEvents:
         self._context.replicas_on_offline_dirs[e.broker_id] = current
         newly_offline = current - previous
         if newly_offline:
-            log.info(f"Mark replicas {','.join(map(str, sorted(newly_offline)))} on broker {e.broker_id} as offline")
-            self.on_replicas_become_offline([PartitionAndReplica(tp, e.broker_id) for tp in sorted(newly_offline)])
+            log.info(
+                f"Mark replicas {','.join(map(str, sorted(newly_offline)))} on broker {e.broker_id} as offline"
+            )
+            self.on_replicas_become_offline(
+                [PartitionAndReplica(tp, e.broker_id) for tp in sorted(newly_offline)]
+            )
 
     def process_controlled_shutdown(self, e: ev.ControlledShutdown) -> None:
         try:
@@ -228,7 +241,8 @@ class BrokerEvents:
             if broker_epoch < cached:
                 raise StaleBrokerEpochException(
                     f"Received controlled shutdown request from an old broker epoch {broker_epoch} for broker "
-                    f"{broker_id}. Current broker epoch is {cached}.")
+                    f"{broker_id}. Current broker epoch is {cached}."
+                )
         self._log.info(f"Shutting down broker {broker_id}")
         if broker_id not in ctx.live_or_shutting_down_broker_ids:
             raise BrokerNotAvailableException(f"Broker id {broker_id} does not exist.")
@@ -237,14 +251,17 @@ class BrokerEvents:
         self._log.debug(f"Live brokers: {sorted(ctx.live_broker_ids)}")
         # Single-replica partitions cannot move anywhere; they go offline with the broker.
         to_act_on = [
-            tp for tp in ctx.partitions_on_broker(broker_id)
+            tp
+            for tp in ctx.partitions_on_broker(broker_id)
             if len(ctx.partition_replica_assignment(tp)) > 1
             and tp in ctx.partition_leadership_info
             and not ctx.is_topic_queued_up_for_deletion(tp.topic)
         ]
         led = [tp for tp in to_act_on if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id]
         followed = [tp for tp in to_act_on if tp not in set(led)]
-        self._partition_state_machine.handle_state_changes(led, PartitionState.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)
+        self._partition_state_machine.handle_state_changes(
+            led, PartitionState.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN
+        )
         try:
             self._batch.new_batch()
             for tp in followed:
@@ -255,9 +272,11 @@ class BrokerEvents:
             self._batch.clear()
         # Followers leave the ISR now, so the leaders stop waiting for them (acks=all).
         self._replica_state_machine.handle_state_changes(
-            [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)
+            [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE
+        )
         remaining = {
-            tp for tp in ctx.partitions_on_broker(broker_id)
+            tp
+            for tp in ctx.partitions_on_broker(broker_id)
             if tp in ctx.partition_leadership_info
             and ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id
             and len(ctx.partition_replica_assignment(tp)) > 1

@@ -98,8 +98,12 @@ class RequestSendThread(threading.Thread):
             try:
                 item.callback(response)
             except Exception:
-                log.exception("%sError in response callback for api key %d from broker %d",
-                              self._prefix, item.api_key, self.broker_id)
+                log.exception(
+                    "%sError in response callback for api key %d from broker %d",
+                    self._prefix,
+                    item.api_key,
+                    self.broker_id,
+                )
         self._close()
         log.info("%sStopped", self._prefix)
 
@@ -107,19 +111,35 @@ class RequestSendThread(threading.Thread):
         while not self._stopped.is_set():
             try:
                 if self._conn is None:
-                    conn = self._factory(self.host, self.port, f"controller-{self.controller_id}", self._timeout)
+                    conn = self._factory(
+                        self.host, self.port, f"controller-{self.controller_id}", self._timeout
+                    )
                     # BrokerConnection connects lazily; connect now so failures back off here.
                     connect = getattr(conn, "connect", None)
                     if connect is not None:
                         connect()
                     self._conn = conn
-                    log.info("%sController %d connected to %s:%d (id: %d) for sending state change requests",
-                             self._prefix, self.controller_id, self.host, self.port, self.broker_id)
+                    log.info(
+                        "%sController %d connected to %s:%d (id: %d) for sending state change requests",
+                        self._prefix,
+                        self.controller_id,
+                        self.host,
+                        self.port,
+                        self.broker_id,
+                    )
                 return self._conn.send(item.api_key, item.version, item.body)
             except Exception as e:  # noqa: BLE001 - any failure: reconnect and resend
-                log.warning("%sController %d fails to send request (api key %d) to broker %s:%d (id: %d): %s. "
-                            "Reconnecting to broker.", self._prefix, self.controller_id, item.api_key,
-                            self.host, self.port, self.broker_id, e)
+                log.warning(
+                    "%sController %d fails to send request (api key %d) to broker %s:%d (id: %d): %s. "
+                    "Reconnecting to broker.",
+                    self._prefix,
+                    self.controller_id,
+                    item.api_key,
+                    self.host,
+                    self.port,
+                    self.broker_id,
+                    e,
+                )
                 self._close()
                 self._stopped.wait(RETRY_BACKOFF_S)  # back off, but wake at once on shutdown
         return None
@@ -162,10 +182,17 @@ class ControllerChannelManager:
             return
         endpoint = inter_broker_endpoint(broker, self.listener_name)
         host = endpoint.host or "localhost"
-        log.info("[Channel manager on controller %d]: Controller %d connecting to broker %s:%d (id: %d)",
-                 self.controller_id, self.controller_id, host, endpoint.port, broker.id)
-        thread = RequestSendThread(self.controller_id, broker.id, host, endpoint.port, queue.Queue(),
-                                   self._factory, self._timeout_s)
+        log.info(
+            "[Channel manager on controller %d]: Controller %d connecting to broker %s:%d (id: %d)",
+            self.controller_id,
+            self.controller_id,
+            host,
+            endpoint.port,
+            broker.id,
+        )
+        thread = RequestSendThread(
+            self.controller_id, broker.id, host, endpoint.port, queue.Queue(), self._factory, self._timeout_s
+        )
         self._brokers[broker.id] = thread
         thread.start()
 
@@ -178,13 +205,22 @@ class ControllerChannelManager:
         thread.initiate_shutdown()
 
     def send_request(
-        self, broker_id: int, api_key: int, version: int, body: ControllerRequest,
+        self,
+        broker_id: int,
+        api_key: int,
+        version: int,
+        body: ControllerRequest,
         callback: Callable[[Message], None] | None = None,
     ) -> None:
         thread = self._brokers.get(broker_id)
         if thread is None:
-            log.warning("[Channel manager on controller %d]: Not sending request (api key %d) to broker %d, "
-                        "since it is offline.", self.controller_id, api_key, broker_id)
+            log.warning(
+                "[Channel manager on controller %d]: Not sending request (api key %d) to broker %d, "
+                "since it is offline.",
+                self.controller_id,
+                api_key,
+                broker_id,
+            )
             return
         thread.requests.put(QueueItem(api_key, version, body, callback))
 

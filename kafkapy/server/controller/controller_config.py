@@ -42,7 +42,9 @@ class ControllerConfig:
             unclean_leader_election_enable=bool(get("unclean.leader.election.enable", False)),
             auto_leader_rebalance_enable=bool(get("auto.leader.rebalance.enable", True)),
             leader_imbalance_per_broker_percentage=int(get("leader.imbalance.per.broker.percentage", 10)),
-            leader_imbalance_check_interval_seconds=float(get("leader.imbalance.check.interval.seconds", 300)),
+            leader_imbalance_check_interval_seconds=float(
+                get("leader.imbalance.check.interval.seconds", 300)
+            ),
             controller_socket_timeout_ms=int(get("controller.socket.timeout.ms", 30000)),
             inter_broker_listener_name=listener,
         )

@@ -80,7 +80,9 @@ class ControllerContext:
     def set_all_topics(self, topics: Iterable[str]) -> None:
         self.all_topics = set(topics)
 
-    def update_partition_full_replica_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+    def update_partition_full_replica_assignment(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
         self._assignments.setdefault(tp.topic, {})[tp.partition] = assignment
 
     def partition_full_replica_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
@@ -140,7 +142,9 @@ class ControllerContext:
             self.partition_states.pop(tp, None)
         for key in [k for k in self.replica_states if k.topic == topic]:
             del self.replica_states[key]
-        self.partitions_being_reassigned -= {tp for tp in self.partitions_being_reassigned if tp.topic == topic}
+        self.partitions_being_reassigned -= {
+            tp for tp in self.partitions_being_reassigned if tp.topic == topic
+        }
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)
         self.topics_ineligible_for_deletion.discard(topic)

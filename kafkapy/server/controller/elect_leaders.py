@@ -55,7 +55,9 @@ class LeaderElections:
         if e.future.done():
             return
         if not self._is_active():
-            e.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
+            e.future.set_exception(
+                NotControllerException("This is not the correct controller for this cluster.")
+            )
             return
         try:
             e.future.set_result(self.elect_leaders(e.election_type, e.partitions))
@@ -76,12 +78,16 @@ class LeaderElections:
         partitions = known if requested is None else set(requested)
         outcomes: Outcomes = {}
         for tp in sorted(partitions - known):
-            self._log.info(f"Skipping replica leader election ({kind}) for partition {tp} by {TRIGGER} since it doesn't exist.")
+            self._log.info(
+                f"Skipping replica leader election ({kind}) for partition {tp} by {TRIGGER} since it doesn't exist."
+            )
             outcomes[tp] = UnknownTopicOrPartitionException("The partition does not exist.")
         deleting = sorted(tp for tp in partitions & known if ctx.is_topic_queued_up_for_deletion(tp.topic))
         if deleting:
-            self._log.warning(f"Skipping replica leader election ({kind}) for partitions {deleting} by {TRIGGER} "
-                          f"since the respective topics are being deleted")
+            self._log.warning(
+                f"Skipping replica leader election ({kind}) for partitions {deleting} by {TRIGGER} "
+                f"since the respective topics are being deleted"
+            )
         for tp in deleting:
             outcomes[tp] = InvalidTopicException("The topic is being deleted")
         electable: list[TopicPartition] = []
@@ -106,18 +112,25 @@ class LeaderElections:
         # Unclean: only a partition without a live leader; a led partition never loses data to it.
         return leader == NO_LEADER or leader not in self._context.live_broker_ids
 
-    def _unclean_election(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+    def _unclean_election(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         if not partitions:
             return {}
-        self._log.info(f"Starting replica leader election (UNCLEAN) for partitions {','.join(map(str, partitions))} "
-                   f"triggered by {TRIGGER}")
+        self._log.info(
+            f"Starting replica leader election (UNCLEAN) for partitions {','.join(map(str, partitions))} "
+            f"triggered by {TRIGGER}"
+        )
         results = self._partition_state_machine.handle_state_changes(
-            partitions, PartitionState.ONLINE, ElectionStrategy.OFFLINE_UNCLEAN)
+            partitions, PartitionState.ONLINE, ElectionStrategy.OFFLINE_UNCLEAN
+        )
         for tp, outcome in results.items():
             if isinstance(outcome, ControllerMovedException):
                 raise outcome
             if isinstance(outcome, Exception):
-                self._log.error(f"Error completing replica leader election (UNCLEAN) for partition {tp}: {outcome}")
+                self._log.error(
+                    f"Error completing replica leader election (UNCLEAN) for partition {tp}: {outcome}"
+                )
         return results
 
 

@@ -37,6 +37,7 @@ class ElectionResult:
 
 # --- the algorithms -------------------------------------------------------------------------------
 
+
 def offline_partition_leader_election(
     assignment: Sequence[int], isr: Collection[int], live_replicas: Collection[int], unclean_enabled: bool
 ) -> int | None:
@@ -129,7 +130,9 @@ def leader_for_controlled_shutdown(
     shutting_down_brokers: Collection[int],
 ) -> ElectionResult:
     live = [r for r in assignment if is_online_or_shutting_down(r)]
-    leader = controlled_shutdown_partition_leader_election(assignment, current.isr, live, shutting_down_brokers)
+    leader = controlled_shutdown_partition_leader_election(
+        assignment, current.isr, live, shutting_down_brokers
+    )
     # The shutting-down brokers leave the ISR too, so they are not elected again once they are gone.
     new_isr = [r for r in current.isr if r not in shutting_down_brokers]
     new_state = current.new_leader_and_isr(leader, new_isr) if leader is not None else None

@@ -75,7 +75,9 @@ class KafkaController:
         self.broker_epoch = broker_epoch
         self._zk_client = zk_client
         # Tests pass a ControllerZk directly; the broker passes its KafkaZkClient.
-        self.zk: ControllerZk = zk_client if hasattr(zk_client, "watch_node") else ZkControllerStore(zk_client)
+        self.zk: ControllerZk = (
+            zk_client if hasattr(zk_client, "watch_node") else ZkControllerStore(zk_client)
+        )
         # Re-registers /brokers/ids/<id> after a session expiry; None when the broker does it itself.
         self._register_broker = register_broker
         self.log = ControllerLogger(f"[Controller id={self.broker_id}] ")
@@ -83,21 +85,35 @@ class KafkaController:
         self.context = ControllerContext()
         self.event_manager = ControllerEventManager(self.broker_id, self)
         self.channel_manager = ControllerChannelManager(
-            self.broker_id, self.config.inter_broker_listener_name, self.config.controller_socket_timeout_ms,
+            self.broker_id,
+            self.config.inter_broker_listener_name,
+            self.config.controller_socket_timeout_ms,
             connection_factory,
         )
         self.batch = ControllerBrokerRequestBatch(
-            self.broker_id, self.context, self.channel_manager.send_request, self.event_manager.put,
+            self.broker_id,
+            self.context,
+            self.channel_manager.send_request,
+            self.event_manager.put,
             self.config.inter_broker_listener_name,
         )
         self.replica_state_machine = ReplicaStateMachine(self.broker_id, self.context, self.zk, self.batch)
         self.partition_state_machine = PartitionStateMachine(
-            self.broker_id, self.context, self.zk, self.batch,
+            self.broker_id,
+            self.context,
+            self.zk,
+            self.batch,
             lambda: self.config.unclean_leader_election_enable,
         )
         self.topic_deletion_manager = TopicDeletionManager(
-            self.broker_id, self.context, self.zk, self.replica_state_machine, self.partition_state_machine,
-            lambda partitions: self.services.send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, partitions),
+            self.broker_id,
+            self.context,
+            self.zk,
+            self.replica_state_machine,
+            self.partition_state_machine,
+            lambda partitions: self.services.send_update_metadata_request(
+                self.context.live_or_shutting_down_broker_ids, partitions
+            ),
             self.config.delete_topic_enable,
             on_topic_deleted=lambda topic: self.zk.unwatch(f"{TOPICS}/{topic}"),
         )
@@ -109,12 +125,18 @@ class KafkaController:
         # the broker serves clients after it, so that none is told "no controller".
         self._election_decided = threading.Event()
         self.services = ControllerServices(
-            broker_id=self.broker_id, config=self.config, context=self.context, zk=self.zk, log=self.log,
-            batch=self.batch, channel_manager=self.channel_manager,
+            broker_id=self.broker_id,
+            config=self.config,
+            context=self.context,
+            zk=self.zk,
+            log=self.log,
+            batch=self.batch,
+            channel_manager=self.channel_manager,
             replica_state_machine=self.replica_state_machine,
             partition_state_machine=self.partition_state_machine,
             topic_deletion_manager=self.topic_deletion_manager,
-            put=self.put, is_active=self.is_active,
+            put=self.put,
+            is_active=self.is_active,
         )
         # The event handlers, each given the collaborators it calls; none of them sees this class.
         self.topics = TopicEvents(self.services)
@@ -128,8 +150,13 @@ class KafkaController:
         self._routes.on(ev.Reelect, lambda _e: self._process_reelect())
         self._routes.on(ev.Expire, lambda _e: self._process_expire())
         self._routes.on(ev.RegisterBrokerAndReelect, lambda _e: self._process_register_broker_and_reelect())
-        for handlers in (self.brokers, self.topics, self.preferred_election, self.leader_elections,
-                         self.reassignments):
+        for handlers in (
+            self.brokers,
+            self.topics,
+            self.preferred_election,
+            self.leader_elections,
+            self.reassignments,
+        ):
             handlers.register(self._routes)
 
     # --- public API --------------------------------------------------------------------------------
@@ -230,14 +257,17 @@ class KafkaController:
             isinstance(event, ev.ApiPartitionReassignment | ev.ListPartitionReassignments | ev.ElectLeaders)
             and not event.future.done()
         ):
-            event.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
+            event.future.set_exception(
+                NotControllerException("This is not the correct controller for this cluster.")
+            )
 
     # --- election ----------------------------------------------------------------------------------
 
     def _process_startup(self) -> None:
         try:
-            self.zk.watch_node(CONTROLLER, lambda: self.put(ev.ControllerChange()),
-                               on_delete=lambda: self.put(ev.Reelect()))
+            self.zk.watch_node(
+                CONTROLLER, lambda: self.put(ev.ControllerChange()), on_delete=lambda: self.put(ev.Reelect())
+            )
             self._elect()
         finally:
             self._election_decided.set()  # even if it failed: start-up must not wait in vain
@@ -257,8 +287,9 @@ class KafkaController:
 
     def _maybe_resign(self) -> None:
         was_active = self.is_active()
-        self.zk.watch_node(CONTROLLER, lambda: self.put(ev.ControllerChange()),
-                           on_delete=lambda: self.put(ev.Reelect()))
+        self.zk.watch_node(
+            CONTROLLER, lambda: self.put(ev.ControllerChange()), on_delete=lambda: self.put(ev.Reelect())
+        )
         self._active_controller_id = _or_minus_one(self.zk.get_controller_id())
         if was_active and not self.is_active():
             self._on_controller_resignation()
@@ -267,8 +298,10 @@ class KafkaController:
         self._active_controller_id = _or_minus_one(self.zk.get_controller_id())
         if self._active_controller_id != -1:
             self._election_decided.set()
-            self.log.debug(f"Broker {self._active_controller_id} has been elected as the controller, "
-                           f"so stopping the election process.")
+            self.log.debug(
+                f"Broker {self._active_controller_id} has been elected as the controller, "
+                f"so stopping the election process."
+            )
             return
         try:
             epoch, epoch_zk_version = self.zk.register_controller_and_increment_epoch(self.broker_id)
@@ -276,20 +309,29 @@ class KafkaController:
             self.context.epoch_zk_version = epoch_zk_version
             self._active_controller_id = self.broker_id
             self._election_decided.set()
-            self.log.info(f"{self.broker_id} successfully elected as the controller. Epoch incremented to "
-                          f"{epoch} and epoch zk version is now {epoch_zk_version}")
+            self.log.info(
+                f"{self.broker_id} successfully elected as the controller. Epoch incremented to "
+                f"{epoch} and epoch zk version is now {epoch_zk_version}"
+            )
             self._on_controller_failover()
         except ControllerMovedException:
             self._maybe_resign()
             if self._active_controller_id != -1:
-                self.log.debug(f"Broker {self._active_controller_id} was elected as controller instead of "
-                               f"broker {self.broker_id}")
+                self.log.debug(
+                    f"Broker {self._active_controller_id} was elected as controller instead of "
+                    f"broker {self.broker_id}"
+                )
             else:
-                self.log.warning("A controller has been elected but just resigned, this will result in "
-                                 "another round of election")
+                self.log.warning(
+                    "A controller has been elected but just resigned, this will result in "
+                    "another round of election"
+                )
         except Exception as e:  # noqa: BLE001
-            self.log.error(f"Error while electing or becoming controller on broker {self.broker_id}. "
-                           f"Trigger controller movement immediately", e)
+            self.log.error(
+                f"Error while electing or becoming controller on broker {self.broker_id}. "
+                f"Trigger controller movement immediately",
+                e,
+            )
             self._trigger_controller_move()
 
     def _trigger_controller_move(self) -> None:
@@ -309,8 +351,9 @@ class KafkaController:
         self.zk.watch_children(LOG_DIR_EVENT_NOTIFICATION, lambda: self.put(ev.LogDirEventNotification()))
         self.zk.watch_node(PREFERRED_REPLICA_ELECTION, lambda: self.put(ev.ReplicaLeaderElection()))
         # Deletion is this controller's own doing once a reassignment completes: nothing to do.
-        self.zk.watch_node(REASSIGN_PARTITIONS, lambda: self.put(ev.ZkPartitionReassignment()),
-                           on_delete=lambda: None)
+        self.zk.watch_node(
+            REASSIGN_PARTITIONS, lambda: self.put(ev.ZkPartitionReassignment()), on_delete=lambda: None
+        )
         # A failover sends LeaderAndIsr to every broker, which finds offline replicas anyway.
         self.log.info("Deleting log dir event notifications")
         self.zk.delete_log_dir_event_notifications(None, self.context.epoch_zk_version)
@@ -338,8 +381,15 @@ class KafkaController:
 
     def _on_controller_resignation(self) -> None:
         self.log.debug("Resigning")
-        for path in (ISR_CHANGE_NOTIFICATION, LOG_DIR_EVENT_NOTIFICATION, REASSIGN_PARTITIONS, PREFERRED_REPLICA_ELECTION, DELETE_TOPICS,
-                     TOPICS, BROKER_IDS):
+        for path in (
+            ISR_CHANGE_NOTIFICATION,
+            LOG_DIR_EVENT_NOTIFICATION,
+            REASSIGN_PARTITIONS,
+            PREFERRED_REPLICA_ELECTION,
+            DELETE_TOPICS,
+            TOPICS,
+            BROKER_IDS,
+        ):
             self.zk.unwatch(path)
         for topic in self.context.all_topics:
             self.zk.unwatch(f"{TOPICS}/{topic}")

@@ -62,7 +62,9 @@ class PartitionStateMachine:
         self._initialize_partition_state()
         self.log.info("Triggering online partition state changes")
         self.trigger_online_partition_state_change()
-        self.log.debug(f"Started partition state machine with initial state -> {self.context.partition_states}")
+        self.log.debug(
+            f"Started partition state machine with initial state -> {self.context.partition_states}"
+        )
 
     def shutdown(self) -> None:
         self.context.partition_states.clear()
@@ -106,7 +108,9 @@ class PartitionStateMachine:
             return results
         except ControllerMovedException as e:
             # Another controller was elected: nothing more may be written; the caller resigns.
-            self.log.error(f"Controller moved to another broker when moving some partitions to {target} state", e)
+            self.log.error(
+                f"Controller moved to another broker when moving some partitions to {target} state", e
+            )
             self.batch.clear()
             raise
         except Exception as e:  # noqa: BLE001 - Kafka's behaviour: log, fail the lot, keep running
@@ -139,18 +143,24 @@ class PartitionStateMachine:
                 results.update(self._initialize_leader_and_isr(uninitialized))
             if to_elect:
                 if strategy is None:
-                    raise ValueError("an election strategy is needed to move Online/Offline partitions Online")
+                    raise ValueError(
+                        "an election strategy is needed to move Online/Offline partitions Online"
+                    )
                 results.update(self._elect_leaders(to_elect, strategy))
             for tp in uninitialized + to_elect:
                 outcome = results.get(tp)
                 if isinstance(outcome, LeaderAndIsr):
-                    log.info(f"Changed partition {tp} from {states[tp]} to {target} with state {describe(outcome)}")
+                    log.info(
+                        f"Changed partition {tp} from {states[tp]} to {target} with state {describe(outcome)}"
+                    )
                     states[tp] = P.ONLINE
         else:
             for tp in valid:
                 if target is P.NEW:
                     replicas = ",".join(map(str, self.context.partition_replica_assignment(tp)))
-                    log.info(f"Changed partition {tp} state from {states[tp]} to {target} with assigned replicas {replicas}")
+                    log.info(
+                        f"Changed partition {tp} state from {states[tp]} to {target} with assigned replicas {replicas}"
+                    )
                 else:
                     log.info(f"Changed partition {tp} state from {states[tp]} to {target}")
                 states[tp] = target
@@ -192,7 +202,11 @@ class PartitionStateMachine:
             if error is None:
                 self.context.partition_leadership_info[tp] = state
                 self.batch.add_leader_and_isr_request_for_brokers(
-                    state.leader_and_isr.isr, tp, state, self.context.partition_full_replica_assignment(tp), is_new=True
+                    state.leader_and_isr.isr,
+                    tp,
+                    state,
+                    self.context.partition_full_replica_assignment(tp),
+                    is_new=True,
                 )
                 results[tp] = state.leader_and_isr
             else:
@@ -300,7 +314,9 @@ class PartitionStateMachine:
         if strategy is ElectionStrategy.PREFERRED:
             return [
                 election.leader_for_preferred_replica(
-                    tp, s.leader_and_isr, ctx.partition_replica_assignment(tp),
+                    tp,
+                    s.leader_and_isr,
+                    ctx.partition_replica_assignment(tp),
                     lambda r, tp=tp: ctx.is_replica_online(r, tp),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                 )
                 for tp, s in states
@@ -309,7 +325,9 @@ class PartitionStateMachine:
             shutting_down = set(ctx.shutting_down_broker_ids)
             return [
                 election.leader_for_controlled_shutdown(
-                    tp, s.leader_and_isr, ctx.partition_replica_assignment(tp),
+                    tp,
+                    s.leader_and_isr,
+                    ctx.partition_replica_assignment(tp),
                     lambda r, tp=tp: ctx.is_replica_online(r, tp, include_shutting_down=True),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                     shutting_down,
                 )
@@ -322,20 +340,29 @@ class PartitionStateMachine:
             target = [r for r in full.replicas if r not in full.removing_replicas]
             results.append(
                 election.leader_for_reassign(
-                    tp, s.leader_and_isr, target, lambda r, tp=tp: ctx.is_replica_online(r, tp)  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+                    tp,
+                    s.leader_and_isr,
+                    target,
+                    lambda r, tp=tp: ctx.is_replica_online(r, tp),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                 )
             )
         return results
 
     # --- queries and logging ---------------------------------------------------------------------
 
-    def partitions_in_state(self, state: PartitionState, partitions: Iterable[TopicPartition] | None = None) -> list[TopicPartition]:
+    def partitions_in_state(
+        self, state: PartitionState, partitions: Iterable[TopicPartition] | None = None
+    ) -> list[TopicPartition]:
         wanted = None if partitions is None else set(partitions)
         return [
-            tp for tp, s in self.context.partition_states.items() if s is state and (wanted is None or tp in wanted)
+            tp
+            for tp, s in self.context.partition_states.items()
+            if s is state and (wanted is None or tp in wanted)
         ]
 
-    def _log_failed(self, tp: TopicPartition, current: PartitionState, target: PartitionState, e: BaseException) -> None:
+    def _log_failed(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState, e: BaseException
+    ) -> None:
         self._state_change_logger.with_controller_epoch(self.context.epoch).error(
             f"Controller {self.controller_id} epoch {self.context.epoch} failed to change state for partition "
             f"{tp} from {current} to {target}: {e}"

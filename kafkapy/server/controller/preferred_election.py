@@ -55,37 +55,53 @@ class PreferredReplicaElection:
         ctx = self._context
         zk_triggered = e.partitions is None
         partitions = self._zk.get_preferred_replica_election() if zk_triggered else set(e.partitions or ())
-        trigger = "ZkTriggered" if zk_triggered else ("AutoTriggered" if e.auto_triggered else "AdminClientTriggered")
+        trigger = (
+            "ZkTriggered"
+            if zk_triggered
+            else ("AutoTriggered" if e.auto_triggered else "AdminClientTriggered")
+        )
         known = set(ctx.all_partitions)
         for tp in sorted(partitions - known):
-            self._log.info(f"Skipping replica leader election (PREFERRED) for partition {tp} by {trigger} since it doesn't exist.")
+            self._log.info(
+                f"Skipping replica leader election (PREFERRED) for partition {tp} by {trigger} since it doesn't exist."
+            )
         deleting = {tp for tp in partitions & known if ctx.is_topic_queued_up_for_deletion(tp.topic)}
         if deleting:
-            self._log.warning(f"Skipping replica leader election (PREFERRED) for partitions {sorted(deleting)} by {trigger} "
-                          f"since the respective topics are being deleted")
+            self._log.warning(
+                f"Skipping replica leader election (PREFERRED) for partitions {sorted(deleting)} by {trigger} "
+                f"since the respective topics are being deleted"
+            )
         live = sorted((partitions & known) - deleting)
         # Only partitions not already led by their preferred replica need an election.
         electable = [
-            tp for tp in live
+            tp
+            for tp in live
             if tp in ctx.partition_leadership_info
-            and ctx.partition_leadership_info[tp].leader_and_isr.leader != ctx.partition_replica_assignment(tp)[0]
+            and ctx.partition_leadership_info[tp].leader_and_isr.leader
+            != ctx.partition_replica_assignment(tp)[0]
         ]
         self.on_replica_election(electable, trigger, remove_request=zk_triggered)
 
-    def on_replica_election(self, partitions: list[TopicPartition], trigger: str, remove_request: bool
+    def on_replica_election(
+        self, partitions: list[TopicPartition], trigger: str, remove_request: bool
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
         results: dict[TopicPartition, LeaderAndIsr | Exception] = {}
         try:
             if partitions:
-                self._log.info(f"Starting replica leader election (PREFERRED) for partitions "
-                           f"{','.join(map(str, partitions))} triggered by {trigger}")
+                self._log.info(
+                    f"Starting replica leader election (PREFERRED) for partitions "
+                    f"{','.join(map(str, partitions))} triggered by {trigger}"
+                )
             results = self._partition_state_machine.handle_state_changes(
-                partitions, PartitionState.ONLINE, ElectionStrategy.PREFERRED)
+                partitions, PartitionState.ONLINE, ElectionStrategy.PREFERRED
+            )
             for tp, outcome in results.items():
                 if isinstance(outcome, ControllerMovedException):
                     raise outcome
                 if isinstance(outcome, Exception):
-                    self._log.error(f"Error completing replica leader election (PREFERRED) for partition {tp}: {outcome}")
+                    self._log.error(
+                        f"Error completing replica leader election (PREFERRED) for partition {tp}: {outcome}"
+                    )
         finally:
             for tp in partitions:
                 info = self._context.partition_leadership_info.get(tp)
@@ -93,10 +109,14 @@ class PreferredReplicaElection:
                 if info is None or not assignment:
                     continue
                 if info.leader_and_isr.leader == assignment[0]:
-                    self._log.info(f"Partition {tp} completed preferred replica leader election. New leader is {assignment[0]}")
+                    self._log.info(
+                        f"Partition {tp} completed preferred replica leader election. New leader is {assignment[0]}"
+                    )
                 else:
-                    self._log.warning(f"Partition {tp} failed to complete preferred replica leader election to "
-                                  f"{assignment[0]}. Leader is still {info.leader_and_isr.leader}")
+                    self._log.warning(
+                        f"Partition {tp} failed to complete preferred replica leader election to "
+                        f"{assignment[0]}. Leader is still {info.leader_and_isr.leader}"
+                    )
             if remove_request and self._is_active():
                 # The request is consumed whatever the outcome; the admin tool re-submits if needed.
                 self._zk.delete_preferred_replica_election(self._context.epoch_zk_version)
@@ -122,15 +142,18 @@ class PreferredReplicaElection:
         threshold = self._config.leader_imbalance_per_broker_percentage / 100
         for broker, partitions in sorted(by_preferred.items()):
             not_led = [
-                tp for tp in partitions
-                if tp in ctx.partition_leadership_info and ctx.partition_leadership_info[tp].leader_and_isr.leader != broker
+                tp
+                for tp in partitions
+                if tp in ctx.partition_leadership_info
+                and ctx.partition_leadership_info[tp].leader_and_isr.leader != broker
             ]
             ratio = len(not_led) / len(partitions)
             self._log.debug(f"Leader imbalance ratio for broker {broker} is {ratio}")
             if ratio <= threshold:
                 continue
             candidates = [
-                tp for tp in not_led
+                tp
+                for tp in not_led
                 if ctx.is_replica_online(broker, tp)
                 and not ctx.partitions_being_reassigned
                 and not ctx.is_topic_queued_up_for_deletion(tp.topic)

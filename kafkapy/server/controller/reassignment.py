@@ -66,9 +66,11 @@ def state_path(tp: TopicPartition) -> str:
 
 def _fmt(a: ReplicaAssignment) -> str:
     # Kafka's ReplicaAssignment.toString, which operators grep for in controller.log.
-    return (f"ReplicaAssignment(replicas={','.join(map(str, a.replicas))}, "
-            f"addingReplicas={','.join(map(str, a.adding_replicas))}, "
-            f"removingReplicas={','.join(map(str, a.removing_replicas))})")
+    return (
+        f"ReplicaAssignment(replicas={','.join(map(str, a.replicas))}, "
+        f"addingReplicas={','.join(map(str, a.adding_replicas))}, "
+        f"removingReplicas={','.join(map(str, a.removing_replicas))})"
+    )
 
 
 class PartitionReassignments:
@@ -121,20 +123,26 @@ class PartitionReassignments:
         results.update(self._maybe_trigger(to_start))
         failed = {tp: e for tp, e in results.items() if e is not None}
         if failed:
-            self._log.warning("Failed reassignment through zk with the following errors: "
-                          + ", ".join(f"{tp} -> {e}" for tp, e in sorted(failed.items())))
+            self._log.warning(
+                "Failed reassignment through zk with the following errors: "
+                + ", ".join(f"{tp} -> {e}" for tp, e in sorted(failed.items()))
+            )
             self._maybe_remove_from_zk_reassignment(lambda tp, _replicas: tp in failed)
         return {tp for tp, e in results.items() if e is None}
 
     def process_api_partition_reassignment(self, e: ev.ApiPartitionReassignment) -> None:
         if not self._is_active():
-            e.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
+            e.future.set_exception(
+                NotControllerException("This is not the correct controller for this cluster.")
+            )
             return
         try:
             e.future.set_result(self._api_reassign(e.reassignments))
         except ControllerMovedException:
             # The client must ask the new controller, which NOT_CONTROLLER tells it to do.
-            e.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
+            e.future.set_exception(
+                NotControllerException("This is not the correct controller for this cluster.")
+            )
             raise
         except Exception as exc:  # noqa: BLE001 - the error goes back to the request
             e.future.set_exception(exc)
@@ -153,7 +161,8 @@ class PartitionReassignments:
             reassignment = build_reassignment(current, target)
             if reassignment is None:
                 results[tp] = NoReassignmentInProgressException(
-                    f"No reassignment in progress for partition {tp}.")
+                    f"No reassignment in progress for partition {tp}."
+                )
             else:
                 to_start[tp] = reassignment
         # The latest request wins over a reassignment submitted through ZooKeeper.
@@ -163,7 +172,9 @@ class PartitionReassignments:
 
     def process_list_partition_reassignments(self, e: ev.ListPartitionReassignments) -> None:
         if not self._is_active():
-            e.future.set_exception(NotControllerException("This is not the correct controller for this cluster."))
+            e.future.set_exception(
+                NotControllerException("This is not the correct controller for this cluster.")
+            )
             return
         ctx = self._context
         wanted = ctx.partitions_being_reassigned if e.partitions is None else e.partitions
@@ -176,8 +187,10 @@ class PartitionReassignments:
             return
         reassignment = self._context.partition_full_replica_assignment(tp)
         if self._is_complete(tp, reassignment):
-            self._log.info(f"Target replicas {list(target_replicas(reassignment))} have all caught up with the leader "
-                       f"for reassigning partition {tp}")
+            self._log.info(
+                f"Target replicas {list(target_replicas(reassignment))} have all caught up with the leader "
+                f"for reassigning partition {tp}"
+            )
             self.on_partition_reassignment(tp, reassignment)
 
     def initialize_reassignments(self) -> None:
@@ -226,7 +239,9 @@ class PartitionReassignments:
             self.on_partition_reassignment(tp, reassignment)
             return None
         except ControllerMovedException:
-            self._log.info(f"Failed completing reassignment of partition {tp} because controller has moved to another broker")
+            self._log.info(
+                f"Failed completing reassignment of partition {tp} because controller has moved to another broker"
+            )
             raise
         except Exception as e:  # noqa: BLE001 - one partition's failure must not stop the others
             self._log.error(f"Error completing reassignment of partition {tp}", e)
@@ -235,15 +250,19 @@ class PartitionReassignments:
     def on_partition_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
         ctx = self._context
         # While a reassignment is in progress, deletion is not allowed.
-        self._topic_deletion_manager.mark_topic_ineligible_for_deletion({tp.topic}, "topic reassignment in progress")
+        self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
+            {tp.topic}, "topic reassignment in progress"
+        )
         self._update_current_reassignment(tp, reassignment)
         if not self._is_complete(tp, reassignment):
             self._update_leader_epoch_and_send_request(tp, reassignment)  # A1
             self._replica_state_machine.handle_state_changes(  # A2
-                [PartitionAndReplica(tp, r) for r in reassignment.adding_replicas], ReplicaState.NEW)
+                [PartitionAndReplica(tp, r) for r in reassignment.adding_replicas], ReplicaState.NEW
+            )
             return
         self._replica_state_machine.handle_state_changes(  # B1
-            [PartitionAndReplica(tp, r) for r in reassignment.adding_replicas], ReplicaState.ONLINE)
+            [PartitionAndReplica(tp, r) for r in reassignment.adding_replicas], ReplicaState.ONLINE
+        )
         completed = ReplicaAssignment(target_replicas(reassignment))
         ctx.update_partition_full_replica_assignment(tp, completed)  # B2
         self._move_leader_if_required(tp, completed)  # B3
@@ -257,14 +276,18 @@ class PartitionReassignments:
     def _update_current_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
         current = self._context.partition_full_replica_assignment(tp)
         if current != reassignment:
-            self._log.debug(f"Updating assignment of partition {tp} from {_fmt(current)} to {_fmt(reassignment)}")
+            self._log.debug(
+                f"Updating assignment of partition {tp} from {_fmt(current)} to {_fmt(reassignment)}"
+            )
             self._write_assignment(tp, reassignment)
             self._context.update_partition_full_replica_assignment(tp, reassignment)
             # A reassignment replacing one in flight may drop replicas the first one was adding.
             unneeded = [r for r in current.replicas if r not in reassignment.replicas]
             if unneeded:
                 self._stop_removed_replicas(tp, unneeded)
-        self._zk.watch_node(state_path(tp), lambda: self._put(ev.PartitionReassignmentIsrChange(tp)), on_delete=lambda: None)
+        self._zk.watch_node(
+            state_path(tp), lambda: self._put(ev.PartitionReassignmentIsrChange(tp)), on_delete=lambda: None
+        )
         self._context.partitions_being_reassigned.add(tp)
 
     def _is_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
@@ -281,24 +304,32 @@ class PartitionReassignments:
             if state is None:
                 raise StateChangeFailedException(
                     f"Cannot update leader epoch for partition {tp} as leaderAndIsr path is empty. This could mean "
-                    f"we somehow tried to reassign a partition that doesn't exist")
+                    f"we somehow tried to reassign a partition that doesn't exist"
+                )
             if state.controller_epoch > ctx.epoch:
                 raise StateChangeFailedException(
                     f"Leader and isr path written by another controller. This probably means the current controller "
                     f"with epoch {ctx.epoch} went through a soft failure and another controller was elected with "
-                    f"epoch {state.controller_epoch}. Aborting state change by this controller")
+                    f"epoch {state.controller_epoch}. Aborting state change by this controller"
+                )
             lai = state.leader_and_isr
-            result = self._zk.update_leader_and_isr({tp: new_leader(lai, lai.leader)}, ctx.epoch, ctx.epoch_zk_version)
+            result = self._zk.update_leader_and_isr(
+                {tp: new_leader(lai, lai.leader)}, ctx.epoch, ctx.epoch_zk_version
+            )
             if tp in result.failed:
                 raise result.failed[tp]
             if tp in result.successful:
                 updated = LeaderIsrAndControllerEpoch(result.successful[tp], ctx.epoch)
                 ctx.partition_leadership_info[tp] = updated
-                self._log.info(f"Updated leader epoch for partition {tp} to {updated.leader_and_isr.leader_epoch}")
+                self._log.info(
+                    f"Updated leader epoch for partition {tp} to {updated.leader_and_isr.leader_epoch}"
+                )
                 return updated
             # A zk version conflict: the leader changed the ISR meanwhile; read again.
 
-    def _update_leader_epoch_and_send_request(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+    def _update_leader_epoch_and_send_request(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
         ctx = self._context
         log = StateChangeLogger(self._broker_id, ctx.epoch)
         updated = self._update_leader_epoch(tp)
@@ -306,38 +337,51 @@ class PartitionReassignments:
             self._batch.new_batch()
             # is_new only for the replicas being added: an original replica on an offline log dir
             # must not be recreated empty in a good one.
-            self._batch.add_leader_and_isr_request_for_brokers(origin_replicas(assignment), tp, updated, assignment, False)
-            self._batch.add_leader_and_isr_request_for_brokers(assignment.adding_replicas, tp, updated, assignment, True)
+            self._batch.add_leader_and_isr_request_for_brokers(
+                origin_replicas(assignment), tp, updated, assignment, False
+            )
+            self._batch.add_leader_and_isr_request_for_brokers(
+                assignment.adding_replicas, tp, updated, assignment, True
+            )
             self._batch.send_requests_to_brokers(ctx.epoch)
         except Exception:
             self._batch.clear()
             raise
         lai = updated.leader_and_isr
-        log.info(f"Sent LeaderAndIsr request (Leader:{lai.leader},ISR:{','.join(map(str, lai.isr))},"
-                 f"LeaderEpoch:{lai.leader_epoch},ControllerEpoch:{updated.controller_epoch}) with new replica "
-                 f"assignment {_fmt(assignment)} to leader {lai.leader} for partition being reassigned {tp}")
+        log.info(
+            f"Sent LeaderAndIsr request (Leader:{lai.leader},ISR:{','.join(map(str, lai.isr))},"
+            f"LeaderEpoch:{lai.leader_epoch},ControllerEpoch:{updated.controller_epoch}) with new replica "
+            f"assignment {_fmt(assignment)} to leader {lai.leader} for partition being reassigned {tp}"
+        )
 
     def _move_leader_if_required(self, tp: TopicPartition, completed: ReplicaAssignment) -> None:
         info = self._context.partition_leadership_info.get(tp)
         leader = info.leader_and_isr.leader if info is not None else -1
         replicas = ",".join(map(str, completed.replicas))
         if leader not in completed.replicas:
-            self._log.info(f"Leader {leader} for partition {tp} being reassigned, is not in the new list of replicas "
-                       f"{replicas}. Re-electing leader")
+            self._log.info(
+                f"Leader {leader} for partition {tp} being reassigned, is not in the new list of replicas "
+                f"{replicas}. Re-electing leader"
+            )
             self._elect_from_target(tp)
         elif self._context.is_replica_online(leader, tp):
-            self._log.info(f"Leader {leader} for partition {tp} being reassigned, is already in the new list of replicas "
-                       f"{replicas} and is alive")
+            self._log.info(
+                f"Leader {leader} for partition {tp} being reassigned, is already in the new list of replicas "
+                f"{replicas} and is alive"
+            )
             # The replica set shrank: a new leader epoch carries it to the brokers.
             self._update_leader_epoch_and_send_request(tp, completed)
         else:
-            self._log.info(f"Leader {leader} for partition {tp} being reassigned, is already in the new list of replicas "
-                       f"{replicas} but is dead")
+            self._log.info(
+                f"Leader {leader} for partition {tp} being reassigned, is already in the new list of replicas "
+                f"{replicas} but is dead"
+            )
             self._elect_from_target(tp)
 
     def _elect_from_target(self, tp: TopicPartition) -> None:
         outcome = self._partition_state_machine.handle_state_changes(
-            [tp], PartitionState.ONLINE, ElectionStrategy.REASSIGN).get(tp)
+            [tp], PartitionState.ONLINE, ElectionStrategy.REASSIGN
+        ).get(tp)
         if isinstance(outcome, ControllerMovedException):
             raise outcome
 
@@ -357,16 +401,20 @@ class PartitionReassignments:
         ctx = self._context
         partitions = ctx.partition_assignments_for_topic(tp.topic)
         partitions[tp.partition] = assignment
-        self._zk.update_topic_assignment(tp.topic, TopicAssignment(ctx.topic_ids.get(tp.topic), partitions),
-                                     ctx.epoch_zk_version)
+        self._zk.update_topic_assignment(
+            tp.topic, TopicAssignment(ctx.topic_ids.get(tp.topic), partitions), ctx.epoch_zk_version
+        )
         self._log.info(f"Successfully updated assignment of partition {tp} to {_fmt(assignment)}")
 
     def _remove_from_reassigning(self, tp: TopicPartition, completed: ReplicaAssignment) -> None:
         self._zk.unwatch(state_path(tp))
-        self._maybe_remove_from_zk_reassignment(lambda p, replicas: p == tp and list(replicas) == list(completed.replicas))
+        self._maybe_remove_from_zk_reassignment(
+            lambda p, replicas: p == tp and list(replicas) == list(completed.replicas)
+        )
         self._context.partitions_being_reassigned.discard(tp)
 
-    def _maybe_remove_from_zk_reassignment(self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
+    def _maybe_remove_from_zk_reassignment(
+        self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
     ) -> None:
         requested = self._zk.get_partition_reassignment()
         if requested is None:
@@ -375,10 +423,14 @@ class PartitionReassignments:
         if not removing:
             return
         remaining = {tp: replicas for tp, replicas in requested.items() if tp not in removing}
-        self._log.info(f"Removing partitions {','.join(map(str, sorted(removing)))} from the list of reassigned "
-                   f"partitions in zookeeper")
+        self._log.info(
+            f"Removing partitions {','.join(map(str, sorted(removing)))} from the list of reassigned "
+            f"partitions in zookeeper"
+        )
         if not remaining:
-            self._log.info(f"No more partitions need to be reassigned. Deleting zk path {REASSIGN_PARTITIONS}")
+            self._log.info(
+                f"No more partitions need to be reassigned. Deleting zk path {REASSIGN_PARTITIONS}"
+            )
             self._zk.delete_partition_reassignment(self._context.epoch_zk_version)
         else:
             self._zk.set_partition_reassignment(remaining, self._context.epoch_zk_version)

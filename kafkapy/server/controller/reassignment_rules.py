@@ -63,7 +63,8 @@ def validate_replicas(
         return InvalidReplicaAssignmentException("Empty replica list specified in partition reassignment.")
     if len(set(target)) != len(target):
         return InvalidReplicaAssignmentException(
-            f"Duplicate replica ids in partition reassignment replica list: {_seq(target)}")
+            f"Duplicate replica ids in partition reassignment replica list: {_seq(target)}"
+        )
     if any(r < 0 for r in target):
         return InvalidReplicaAssignmentException(f"Invalid broker id in replica list: {_seq(target)}")
     # Only the replicas this reassignment adds must be alive: the others already hold the data.
@@ -71,7 +72,8 @@ def validate_replicas(
     if not set(adding) <= set(live_broker_ids):
         return InvalidReplicaAssignmentException(
             f"Replica assignment has brokers that are not alive. Replica list: {_seq(adding)}, "
-            f"live broker list: {_scala_set(live_broker_ids)}")
+            f"live broker list: {_scala_set(live_broker_ids)}"
+        )
     return None
 
 

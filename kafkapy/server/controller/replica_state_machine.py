@@ -38,7 +38,11 @@ R = ReplicaState
 
 class ReplicaStateMachine:
     def __init__(
-        self, controller_id: int, context: ControllerContext, zk: ControllerZk, batch: ControllerBrokerRequestBatch
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        zk: ControllerZk,
+        batch: ControllerBrokerRequestBatch,
     ) -> None:
         self.controller_id = controller_id
         self.context = context
@@ -84,14 +88,18 @@ class ReplicaStateMachine:
                 self._do_handle_state_changes(replica_id, group, target)
             self.batch.send_requests_to_brokers(self.context.epoch)
         except ControllerMovedException as e:
-            self.log.error(f"Controller moved to another broker when moving some replicas to {target} state", e)
+            self.log.error(
+                f"Controller moved to another broker when moving some replicas to {target} state", e
+            )
             self.batch.clear()
             raise
         except Exception as e:  # noqa: BLE001 - log and keep the controller going, as Kafka does
             self.log.error(f"Error while moving some replicas to {target} state", e)
             self.batch.clear()
 
-    def _do_handle_state_changes(self, replica_id: int, replicas: list[PartitionAndReplica], target: ReplicaState) -> None:
+    def _do_handle_state_changes(
+        self, replica_id: int, replicas: list[PartitionAndReplica], target: ReplicaState
+    ) -> None:
         states = self.context.replica_states
         log = self._state_change_logger.with_controller_epoch(self.context.epoch)
         for replica in replicas:
@@ -102,13 +110,21 @@ class ReplicaStateMachine:
                 valid.append(replica)
             else:
                 allowed = ",".join(sorted(map(str, target.valid_previous_states)))
-                self._log_failed(replica, states[replica], target, StateChangeFailedException(
-                    f"Replica {replica_id} for partition {replica.topic_partition} should be in the {allowed} "
-                    f"states before moving to {target} state. Instead it is in {states[replica]} state"))
+                self._log_failed(
+                    replica,
+                    states[replica],
+                    target,
+                    StateChangeFailedException(
+                        f"Replica {replica_id} for partition {replica.topic_partition} should be in the {allowed} "
+                        f"states before moving to {target} state. Instead it is in {states[replica]} state"
+                    ),
+                )
 
         def changed(replica: PartitionAndReplica) -> None:
-            log.info(f"Changed state of replica {replica_id} for partition {replica.topic_partition} "
-                     f"from {states[replica]} to {target}")
+            log.info(
+                f"Changed state of replica {replica_id} for partition {replica.topic_partition} "
+                f"from {states[replica]} to {target}"
+            )
             states[replica] = target
 
         if target is R.NEW:
@@ -116,13 +132,24 @@ class ReplicaStateMachine:
                 tp = replica.topic_partition
                 info = self.context.partition_leadership_info.get(tp)
                 if info is not None and info.leader_and_isr.leader == replica_id:
-                    self._log_failed(replica, states[replica], target, StateChangeFailedException(
-                        f"Replica {replica_id} for partition {tp} cannot be moved to NewReplica state as it is "
-                        f"being requested to become leader"))
+                    self._log_failed(
+                        replica,
+                        states[replica],
+                        target,
+                        StateChangeFailedException(
+                            f"Replica {replica_id} for partition {tp} cannot be moved to NewReplica state as it is "
+                            f"being requested to become leader"
+                        ),
+                    )
                     continue
                 if info is not None:
                     self.batch.add_leader_and_isr_request_for_brokers(
-                        [replica_id], tp, info, self.context.partition_full_replica_assignment(tp), is_new=True)
+                        [replica_id],
+                        tp,
+                        info,
+                        self.context.partition_full_replica_assignment(tp),
+                        is_new=True,
+                    )
                 changed(replica)
         elif target is R.ONLINE:
             for replica in valid:
@@ -130,15 +157,23 @@ class ReplicaStateMachine:
                 assignment = self.context.partition_full_replica_assignment(tp)
                 if states[replica] is R.NEW:
                     if replica_id not in assignment.replicas:
-                        self.log.error(f"Adding replica ({replica_id}) that is not part of the assignment {assignment}")
+                        self.log.error(
+                            f"Adding replica ({replica_id}) that is not part of the assignment {assignment}"
+                        )
                         self.context.update_partition_full_replica_assignment(
-                            tp, ReplicaAssignment(assignment.replicas + (replica_id,),
-                                                  assignment.adding_replicas, assignment.removing_replicas))
+                            tp,
+                            ReplicaAssignment(
+                                assignment.replicas + (replica_id,),
+                                assignment.adding_replicas,
+                                assignment.removing_replicas,
+                            ),
+                        )
                 else:
                     info = self.context.partition_leadership_info.get(tp)
                     if info is not None:
                         self.batch.add_leader_and_isr_request_for_brokers(
-                            [replica_id], tp, info, assignment, is_new=False)
+                            [replica_id], tp, info, assignment, is_new=False
+                        )
                 changed(replica)
         elif target is R.OFFLINE:
             self._to_offline(replica_id, valid, changed)
@@ -153,33 +188,48 @@ class ReplicaStateMachine:
             for replica in valid:
                 tp = replica.topic_partition
                 a = self.context.partition_full_replica_assignment(tp)
-                self.context.update_partition_full_replica_assignment(tp, ReplicaAssignment(
-                    tuple(r for r in a.replicas if r != replica_id),
-                    tuple(r for r in a.adding_replicas if r != replica_id),
-                    tuple(r for r in a.removing_replicas if r != replica_id)))
-                log.info(f"Changed state of replica {replica_id} for partition {tp} from {states[replica]} to {target}")
+                self.context.update_partition_full_replica_assignment(
+                    tp,
+                    ReplicaAssignment(
+                        tuple(r for r in a.replicas if r != replica_id),
+                        tuple(r for r in a.adding_replicas if r != replica_id),
+                        tuple(r for r in a.removing_replicas if r != replica_id),
+                    ),
+                )
+                log.info(
+                    f"Changed state of replica {replica_id} for partition {tp} from {states[replica]} to {target}"
+                )
                 del states[replica]
 
     def _to_offline(
-        self, replica_id: int, valid: list[PartitionAndReplica], changed: Callable[[PartitionAndReplica], None]
+        self,
+        replica_id: int,
+        valid: list[PartitionAndReplica],
+        changed: Callable[[PartitionAndReplica], None],
     ) -> None:
         log = self._state_change_logger.with_controller_epoch(self.context.epoch)
         for replica in valid:
             self.batch.add_stop_replica_request_for_brokers([replica_id], replica.topic_partition, False)
-        with_leader = [r.topic_partition for r in valid if r.topic_partition in self.context.partition_leadership_info]
+        with_leader = [
+            r.topic_partition for r in valid if r.topic_partition in self.context.partition_leadership_info
+        ]
         without_leader = [r for r in valid if r.topic_partition not in self.context.partition_leadership_info]
         updated = self._remove_replica_from_isr(replica_id, with_leader)
         for tp, state in updated.items():
-            log.info(f"Partition {tp} state changed to {describe(state.leader_and_isr)} after removing replica "
-                     f"{replica_id} from the ISR as part of transition to {R.OFFLINE}")
+            log.info(
+                f"Partition {tp} state changed to {describe(state.leader_and_isr)} after removing replica "
+                f"{replica_id} from the ISR as part of transition to {R.OFFLINE}"
+            )
             if not self.context.is_topic_queued_up_for_deletion(tp.topic):
                 recipients = [r for r in self.context.partition_replica_assignment(tp) if r != replica_id]
                 self.batch.add_leader_and_isr_request_for_brokers(
-                    recipients, tp, state, self.context.partition_full_replica_assignment(tp), is_new=False)
+                    recipients, tp, state, self.context.partition_full_replica_assignment(tp), is_new=False
+                )
             changed(PartitionAndReplica(tp, replica_id))
         for replica in without_leader:
             self.batch.add_update_metadata_request_for_brokers(
-                self.context.live_or_shutting_down_broker_ids, [replica.topic_partition])
+                self.context.live_or_shutting_down_broker_ids, [replica.topic_partition]
+            )
             changed(replica)
 
     def _remove_replica_from_isr(
@@ -196,15 +246,26 @@ class ReplicaStateMachine:
                 state = current.get(tp)
                 if state is None:
                     if not self.context.is_topic_queued_up_for_deletion(tp.topic):
-                        self._log_failed(PartitionAndReplica(tp, replica_id), R.ONLINE, R.OFFLINE,
-                                         StateChangeFailedException(
-                                             f"Failed to change state of replica {replica_id} for partition {tp} "
-                                             f"since the leader and isr path in zookeeper is empty"))
+                        self._log_failed(
+                            PartitionAndReplica(tp, replica_id),
+                            R.ONLINE,
+                            R.OFFLINE,
+                            StateChangeFailedException(
+                                f"Failed to change state of replica {replica_id} for partition {tp} "
+                                f"since the leader and isr path in zookeeper is empty"
+                            ),
+                        )
                     continue
                 if state.controller_epoch > self.context.epoch:
-                    self._log_failed(PartitionAndReplica(tp, replica_id), R.ONLINE, R.OFFLINE, ControllerMovedException(
-                        f"Controller moved to another broker. Aborting controller epoch {self.context.epoch} ISR "
-                        f"update for partition {tp}; zk has controller epoch {state.controller_epoch}"))
+                    self._log_failed(
+                        PartitionAndReplica(tp, replica_id),
+                        R.ONLINE,
+                        R.OFFLINE,
+                        ControllerMovedException(
+                            f"Controller moved to another broker. Aborting controller epoch {self.context.epoch} ISR "
+                            f"update for partition {tp}; zk has controller epoch {state.controller_epoch}"
+                        ),
+                    )
                     continue
                 lai = state.leader_and_isr
                 if replica_id not in lai.isr:
@@ -217,7 +278,9 @@ class ReplicaStateMachine:
                 to_write[tp] = lai.new_leader_and_isr(leader, isr)
             if not to_write:
                 break
-            result = self.zk.update_leader_and_isr(to_write, self.context.epoch, self.context.epoch_zk_version)
+            result = self.zk.update_leader_and_isr(
+                to_write, self.context.epoch, self.context.epoch_zk_version
+            )
             for tp, lai in result.successful.items():
                 done[tp] = LeaderIsrAndControllerEpoch(lai, self.context.epoch)
                 self.context.partition_leadership_info[tp] = done[tp]
@@ -226,8 +289,10 @@ class ReplicaStateMachine:
             remaining = list(result.to_retry)
         return done
 
-    def _log_failed(self, replica: PartitionAndReplica, current: ReplicaState, target: ReplicaState,
-                    e: BaseException) -> None:
+    def _log_failed(
+        self, replica: PartitionAndReplica, current: ReplicaState, target: ReplicaState, e: BaseException
+    ) -> None:
         self._state_change_logger.with_controller_epoch(self.context.epoch).error(
             f"Controller {self.controller_id} epoch {self.context.epoch} initiated state change of replica "
-            f"{replica.replica} for partition {replica.topic_partition} from {current} to {target} failed: {e}")
+            f"{replica.replica} for partition {replica.topic_partition} from {current} to {target} failed: {e}"
+        )

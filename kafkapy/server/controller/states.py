@@ -65,5 +65,7 @@ _REPLICA_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
 }
 
 
-def is_valid_transition(current: PartitionState | ReplicaState, target: PartitionState | ReplicaState) -> bool:
+def is_valid_transition(
+    current: PartitionState | ReplicaState, target: PartitionState | ReplicaState
+) -> bool:
     return current in target.valid_previous_states

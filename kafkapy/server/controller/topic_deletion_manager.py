@@ -50,11 +50,15 @@ class TopicDeletionManager:
 
     def init(self, topics_to_delete: Iterable[str], topics_ineligible: Iterable[str]) -> None:
         topics_to_delete = set(topics_to_delete)
-        self.log.info(f"Initializing manager with initial deletions: {sorted(topics_to_delete)}, "
-                      f"initial ineligible deletions: {sorted(set(topics_ineligible))}")
+        self.log.info(
+            f"Initializing manager with initial deletions: {sorted(topics_to_delete)}, "
+            f"initial ineligible deletions: {sorted(set(topics_ineligible))}"
+        )
         if self.delete_topic_enable:
             self.context.queue_topic_deletion(topics_to_delete)
-            self.context.topics_ineligible_for_deletion.update(set(topics_ineligible) & self.context.topics_to_be_deleted)
+            self.context.topics_ineligible_for_deletion.update(
+                set(topics_ineligible) & self.context.topics_to_be_deleted
+            )
         else:
             self.log.info(f"Removing {sorted(topics_to_delete)} since delete topic is disabled")
             self.zk.delete_topic_deletions(topics_to_delete, self.context.epoch_zk_version)
@@ -82,7 +86,9 @@ class TopicDeletionManager:
         failed = [r for r in replicas if self.is_topic_queued_up_for_deletion(r.topic)]
         if failed:
             topics = {r.topic for r in failed}
-            self.log.debug(f"Deletion failed for replicas {','.join(map(str, failed))}. Halting deletion for topics {topics}")
+            self.log.debug(
+                f"Deletion failed for replicas {','.join(map(str, failed))}. Halting deletion for topics {topics}"
+            )
             self.replica_sm.handle_state_changes(failed, R.REPLICA_DELETION_INELIGIBLE)
             self.mark_topic_ineligible_for_deletion(topics, "replica deletion failure")
             self._resume_deletions()
@@ -119,9 +125,11 @@ class TopicDeletionManager:
     # --- the flow --------------------------------------------------------------------------------
 
     def _is_topic_eligible_for_deletion(self, topic: str) -> bool:
-        return (self.is_topic_queued_up_for_deletion(topic)
-                and not self.is_topic_deletion_in_progress(topic)
-                and not self.is_topic_ineligible_for_deletion(topic))
+        return (
+            self.is_topic_queued_up_for_deletion(topic)
+            and not self.is_topic_deletion_in_progress(topic)
+            and not self.is_topic_ineligible_for_deletion(topic)
+        )
 
     def _complete_delete_topic(self, topic: str) -> None:
         self._on_topic_deleted(topic)
@@ -150,9 +158,13 @@ class TopicDeletionManager:
                 self.log.info(f"Deletion of topic {topic} (re)started")
                 eligible.append(topic)
         if retry:
-            failed = [r for t in retry for r in self.context.replicas_in_state(t, R.REPLICA_DELETION_INELIGIBLE)]
-            self.log.debug(f"Retrying deletion of topics {','.join(retry)} since replicas "
-                           f"{','.join(map(str, failed))} were not successfully deleted")
+            failed = [
+                r for t in retry for r in self.context.replicas_in_state(t, R.REPLICA_DELETION_INELIGIBLE)
+            ]
+            self.log.debug(
+                f"Retrying deletion of topics {','.join(retry)} since replicas "
+                f"{','.join(map(str, failed))} were not successfully deleted"
+            )
             self.replica_sm.handle_state_changes(failed, R.OFFLINE)
         if eligible:
             self._on_topic_deletion(eligible)

@@ -41,8 +41,11 @@ class TopicEvents:
         routes.on(ev.IsrChangeNotification, lambda _e: self.process_isr_change_notification())
 
     def watch_topic(self, topic: str) -> None:
-        self._zk.watch_node(f"/brokers/topics/{topic}", lambda: self._put(ev.PartitionModifications(topic)),
-                            on_delete=lambda: None)  # deletion is a TopicChange, seen through the children watch
+        self._zk.watch_node(
+            f"/brokers/topics/{topic}",
+            lambda: self._put(ev.PartitionModifications(topic)),
+            on_delete=lambda: None,
+        )  # deletion is a TopicChange, seen through the children watch
 
     def load_assignments(self, topics: Iterable[str]) -> dict[TopicPartition, ReplicaAssignment]:
         """Read topics' assignments into the context, giving an id to topics created without one
@@ -66,7 +69,9 @@ class TopicEvents:
         replicas = self._context.replicas_for_partitions(partitions)
         self._partition_state_machine.handle_state_changes(partitions, PartitionState.NEW)
         self._replica_state_machine.handle_state_changes(replicas, ReplicaState.NEW)
-        self._partition_state_machine.handle_state_changes(partitions, PartitionState.ONLINE, ElectionStrategy.OFFLINE)
+        self._partition_state_machine.handle_state_changes(
+            partitions, PartitionState.ONLINE, ElectionStrategy.OFFLINE
+        )
         self._replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE)
 
     def process_topic_change(self) -> None:
@@ -83,8 +88,10 @@ class TopicEvents:
             self._zk.unwatch(f"/brokers/topics/{topic}")
             ctx.remove_topic(topic)
         added = self.load_assignments(new_topics)
-        self._log.info(f"New topics: [{','.join(new_topics)}], deleted topics: [{','.join(deleted_topics)}], "
-                   f"new partition replica assignment [{len(added)} partitions]")
+        self._log.info(
+            f"New topics: [{','.join(new_topics)}], deleted topics: [{','.join(deleted_topics)}], "
+            f"new partition replica assignment [{len(added)} partitions]"
+        )
         if added:
             self.on_new_partition_creation(sorted(added))
 
@@ -96,13 +103,16 @@ class TopicEvents:
         if found is None:
             return  # the topic is gone; TopicChange handles that
         to_add = {
-            TopicPartition(topic, p): a for p, a in found.partitions.items()
+            TopicPartition(topic, p): a
+            for p, a in found.partitions.items()
             if not ctx.partition_replica_assignment(TopicPartition(topic, p))
         }
         if self._topic_deletion_manager.is_topic_queued_up_for_deletion(topic):
             if to_add:
-                self._log.warning(f"Skipping adding partitions {','.join(map(str, sorted(to_add)))} for topic {topic} "
-                              f"since it is currently being deleted")
+                self._log.warning(
+                    f"Skipping adding partitions {','.join(map(str, sorted(to_add)))} for topic {topic} "
+                    f"since it is currently being deleted"
+                )
             return
         if to_add:
             self._log.info(f"New partitions to be added {','.join(map(str, sorted(to_add)))}")
@@ -114,7 +124,8 @@ class TopicEvents:
         ctx = self._context
         to_delete = self._zk.get_topic_deletions()
         with_offline_replicas = {
-            t for t in ctx.all_topics
+            t
+            for t in ctx.all_topics
             if any(not ctx.is_replica_online(r.replica, r.topic_partition) for r in ctx.replicas_for_topic(t))
         }
         self._log.info(f"List of topics to be deleted: {','.join(sorted(to_delete))}")
@@ -126,10 +137,14 @@ class TopicEvents:
             return
         ctx = self._context
         to_delete = self._zk.get_topic_deletions()
-        self._log.debug(f"Delete topics listener fired for topics {','.join(sorted(to_delete))} to be deleted")
+        self._log.debug(
+            f"Delete topics listener fired for topics {','.join(sorted(to_delete))} to be deleted"
+        )
         non_existent = to_delete - ctx.all_topics
         if non_existent:
-            self._log.warning(f"Ignoring request to delete non-existing topics {','.join(sorted(non_existent))}")
+            self._log.warning(
+                f"Ignoring request to delete non-existing topics {','.join(sorted(non_existent))}"
+            )
             self._zk.delete_topic_deletions(non_existent, ctx.epoch_zk_version)
         to_delete -= non_existent
         if not self._config.delete_topic_enable:
@@ -141,7 +156,8 @@ class TopicEvents:
             self._log.info(f"Starting topic deletion for topics {','.join(sorted(to_delete))}")
             being_reassigned = {tp.topic for tp in ctx.partitions_being_reassigned}
             self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
-                to_delete & being_reassigned, "topic reassignment in progress")
+                to_delete & being_reassigned, "topic reassignment in progress"
+            )
             self._topic_deletion_manager.enqueue_topics_for_deletion(to_delete)
 
     def process_stop_replica_response(self, e: ev.TopicDeletionStopReplicaResponseReceived) -> None:
@@ -149,17 +165,26 @@ class TopicEvents:
             return
         # Only partitions of topics whose deletion is under way matter here (Kafka filters these
         # in the response callback; ours runs off the event thread, so we filter now).
-        errors = {tp: code for tp, code in e.partition_errors.items()
-                  if self._topic_deletion_manager.is_topic_deletion_in_progress(tp.topic)}
+        errors = {
+            tp: code
+            for tp, code in e.partition_errors.items()
+            if self._topic_deletion_manager.is_topic_deletion_in_progress(tp.topic)
+        }
         if not errors:
             return
-        self._log.debug(f"Delete topic callback invoked on StopReplica response received from broker {e.replica_id}: "
-                    f"request error = {e.request_error}, partition errors = {errors}")
+        self._log.debug(
+            f"Delete topic callback invoked on StopReplica response received from broker {e.replica_id}: "
+            f"request error = {e.request_error}, partition errors = {errors}"
+        )
         in_error = {tp for tp, code in errors.items() if e.request_error or code}
-        self._topic_deletion_manager.fail_replica_deletion([PartitionAndReplica(tp, e.replica_id) for tp in sorted(in_error)])
+        self._topic_deletion_manager.fail_replica_deletion(
+            [PartitionAndReplica(tp, e.replica_id) for tp in sorted(in_error)]
+        )
         deleted = sorted(set(errors) - in_error)
         if deleted:
-            self._topic_deletion_manager.complete_replica_deletion([PartitionAndReplica(tp, e.replica_id) for tp in deleted])
+            self._topic_deletion_manager.complete_replica_deletion(
+                [PartitionAndReplica(tp, e.replica_id) for tp in deleted]
+            )
 
     def process_isr_change_notification(self) -> None:
         if not self._is_active():
@@ -171,7 +196,9 @@ class TopicEvents:
             if partitions:
                 self._context.partition_leadership_info.update(self._zk.get_partition_states(partitions))
                 live = self._context.live_or_shutting_down_broker_ids
-                self._log.debug(f"Sending MetadataRequest to Brokers: {sorted(live)} for TopicPartitions: {sorted(partitions)}")
+                self._log.debug(
+                    f"Sending MetadataRequest to Brokers: {sorted(live)} for TopicPartitions: {sorted(partitions)}"
+                )
                 self._send_update_metadata_request(live, sorted(partitions))
         finally:
             # Processed or not, these notifications are consumed: a later one re-reads state anyway.

@@ -54,9 +54,13 @@ class ControllerZk(Protocol):
 
     def get_replica_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]: ...
 
-    def set_topic_id(self, topic: str, topic_id: str, assignment: TopicAssignment, epoch_zk_version: int) -> None: ...
+    def set_topic_id(
+        self, topic: str, topic_id: str, assignment: TopicAssignment, epoch_zk_version: int
+    ) -> None: ...
 
-    def get_unclean_leader_election_enabled(self, topics: Iterable[str], default: bool) -> dict[str, bool]: ...
+    def get_unclean_leader_election_enabled(
+        self, topics: Iterable[str], default: bool
+    ) -> dict[str, bool]: ...
 
     # --- partition state ---
     def get_partition_states(
@@ -82,9 +86,13 @@ class ControllerZk(Protocol):
 
     def get_isr_change_notifications(self) -> list[str]: ...
 
-    def get_partitions_from_isr_change_notifications(self, sequence_numbers: list[str]) -> set[TopicPartition]: ...
+    def get_partitions_from_isr_change_notifications(
+        self, sequence_numbers: list[str]
+    ) -> set[TopicPartition]: ...
 
-    def delete_isr_change_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+    def delete_isr_change_notifications(
+        self, sequence_numbers: list[str] | None, epoch_zk_version: int
+    ) -> None:
         """None deletes them all (on failover)."""
         ...
 
@@ -92,7 +100,9 @@ class ControllerZk(Protocol):
 
     def get_broker_ids_from_log_dir_events(self, sequence_numbers: list[str]) -> list[int]: ...
 
-    def delete_log_dir_event_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+    def delete_log_dir_event_notifications(
+        self, sequence_numbers: list[str] | None, epoch_zk_version: int
+    ) -> None:
         """None deletes them all (on failover)."""
         ...
 
@@ -109,8 +119,9 @@ class ControllerZk(Protocol):
         """/admin/reassign_partitions as partition -> target replicas; None if it does not exist."""
         ...
 
-    def set_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]],
-                                   epoch_zk_version: int) -> None: ...
+    def set_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Sequence[int]], epoch_zk_version: int
+    ) -> None: ...
 
     def delete_partition_reassignment(self, epoch_zk_version: int) -> None: ...
 

@@ -75,13 +75,17 @@ class ZkControllerStore:
         found = self.client.get_full_replica_assignment_for_topics(list(topics))
         return {t: TopicAssignment(a.topic_id, dict(a.assignment)) for t, a in found.items()}
 
-    def set_topic_id(self, topic: str, topic_id: str, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+    def set_topic_id(
+        self, topic: str, topic_id: str, assignment: TopicAssignment, epoch_zk_version: int
+    ) -> None:
         self.client.set_topic_assignment(topic, assignment.partitions, topic_id, epoch_zk_version)
 
     def get_unclean_leader_election_enabled(self, topics: Iterable[str], default: bool) -> dict[str, bool]:
         result = {}
         for topic in topics:
-            value = self.client.get_entity_configs(ConfigType.TOPIC, topic).get(UNCLEAN_LEADER_ELECTION_ENABLE)
+            value = self.client.get_entity_configs(ConfigType.TOPIC, topic).get(
+                UNCLEAN_LEADER_ELECTION_ENABLE
+            )
             result[topic] = default if value is None else str(value).strip().lower() == "true"
         return result
 
@@ -119,10 +123,14 @@ class ZkControllerStore:
     def get_isr_change_notifications(self) -> list[str]:
         return list(self.client.get_all_isr_change_notifications())
 
-    def get_partitions_from_isr_change_notifications(self, sequence_numbers: list[str]) -> set[TopicPartition]:
+    def get_partitions_from_isr_change_notifications(
+        self, sequence_numbers: list[str]
+    ) -> set[TopicPartition]:
         return set(self.client.get_partitions_from_isr_change_notifications(sequence_numbers))
 
-    def delete_isr_change_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+    def delete_isr_change_notifications(
+        self, sequence_numbers: list[str] | None, epoch_zk_version: int
+    ) -> None:
         self.client.delete_isr_change_notifications(sequence_numbers, epoch_zk_version)
 
     def get_log_dir_event_notifications(self) -> list[str]:
@@ -131,7 +139,9 @@ class ZkControllerStore:
     def get_broker_ids_from_log_dir_events(self, sequence_numbers: list[str]) -> list[int]:
         return list(self.client.get_broker_ids_from_log_dir_events(sequence_numbers))
 
-    def delete_log_dir_event_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+    def delete_log_dir_event_notifications(
+        self, sequence_numbers: list[str] | None, epoch_zk_version: int
+    ) -> None:
         self.client.delete_log_dir_event_notifications(sequence_numbers, epoch_zk_version)
 
     def get_preferred_replica_election(self) -> set[TopicPartition]:
@@ -150,8 +160,9 @@ class ZkControllerStore:
             return None
         return dict(self.client.get_partition_reassignment())
 
-    def set_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]],
-                                   epoch_zk_version: int) -> None:
+    def set_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Sequence[int]], epoch_zk_version: int
+    ) -> None:
         self.client.set_or_create_partition_reassignment(reassignment, epoch_zk_version)
 
     def delete_partition_reassignment(self, epoch_zk_version: int) -> None:

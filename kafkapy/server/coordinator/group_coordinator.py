@@ -48,8 +48,12 @@ class GroupCoordinator:
         self.rebalance = Rebalancer(config, self.manager, self.timers)
         self.manager.on_group_loaded = self.rebalance.on_group_loaded
         self.manager.on_group_unloaded = self.rebalance.on_group_unloaded
-        self.membership = GroupMembership(config, self.manager, self.timers, self.rebalance, self.validate_group)
-        self.offsets = GroupOffsets(config, self.manager, self.rebalance, self.validate_group, lambda: self.active)
+        self.membership = GroupMembership(
+            config, self.manager, self.timers, self.rebalance, self.validate_group
+        )
+        self.offsets = GroupOffsets(
+            config, self.manager, self.rebalance, self.validate_group, lambda: self.active
+        )
         # The requests the API handlers make, answered by the collaborator that owns each.
         self.join_group = self.membership.join_group
         self.sync_group = self.membership.sync_group

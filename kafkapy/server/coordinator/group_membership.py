@@ -118,7 +118,11 @@ class GroupMembership:
             # times out and retries does not leave a defunct member behind.
             group.pending_members.add(new_id)
             self._timers.schedule(
-                ("pending", group.group_id, new_id), session_timeout_ms, self._rebalance.expire_pending, group, new_id
+                ("pending", group.group_id, new_id),
+                session_timeout_ms,
+                self._rebalance.expire_pending,
+                group,
+                new_id,
             )
             return join_error(new_id, MemberIdRequiredException.code)
         return self._add_member_and_rebalance(group, new_id, None, *args)

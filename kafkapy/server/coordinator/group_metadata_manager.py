@@ -313,7 +313,9 @@ def _group_from_record(group_id: str, value: codec.GroupMetadataValue | None) ->
     return group
 
 
-def _read_partition(the_log: Any, buffer_size: int) -> tuple[
+def _read_partition(
+    the_log: Any, buffer_size: int
+) -> tuple[
     dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]],
     dict[str, codec.GroupMetadataValue],
     dict[int, dict[str, dict[tuple[str, int], codec.OffsetAndMetadata]]],

@@ -66,4 +66,3 @@ class MemberMetadata:
             if name in candidates:
                 return name
         raise ValueError(f"Member {self.member_id} does not support any of the candidate protocols")
-

@@ -220,7 +220,9 @@ def read_offset_value(value: bytes) -> OffsetAndMetadata:
         return OffsetAndMetadata(offset, NO_PARTITION_LEADER_EPOCH, metadata, ts)
     if version == 1:
         offset, metadata, ts, expire = r.i64(), r.string(), r.i64(), r.i64()
-        return OffsetAndMetadata(offset, NO_PARTITION_LEADER_EPOCH, metadata, ts, None if expire == -1 else expire)
+        return OffsetAndMetadata(
+            offset, NO_PARTITION_LEADER_EPOCH, metadata, ts, None if expire == -1 else expire
+        )
     if version == 2:
         offset, metadata, ts = r.i64(), r.string(), r.i64()
         return OffsetAndMetadata(offset, NO_PARTITION_LEADER_EPOCH, metadata, ts)

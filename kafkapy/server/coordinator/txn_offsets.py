@@ -44,7 +44,10 @@ async def store_txn_offsets(
     tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, manager.partition_for(group_id))
     ts = now_ms()
     batch = build_batch(
-        [(codec.offset_key(group_id, t, p), codec.offset_value(om), (), ts) for (t, p), om in offsets.items()],
+        [
+            (codec.offset_key(group_id, t, p), codec.offset_value(om), (), ts)
+            for (t, p), om in offsets.items()
+        ],
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         transactional=True,
@@ -55,7 +58,9 @@ async def store_txn_offsets(
         await rm.await_isr(results, int(manager.config.offsets_commit_timeout_ms))
     code = results[tp].error_code
     if code:
-        log.warning("Appending transactional offsets to %s for group %s failed with error %d", tp, group_id, code)
+        log.warning(
+            "Appending transactional offsets to %s for group %s failed with error %d", tp, group_id, code
+        )
         # A fenced producer must learn that it is fenced, not that the coordinator moved.
         return code if code in _FENCED else map_append_error(code)
     pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
@@ -63,7 +68,11 @@ async def store_txn_offsets(
 
 
 def complete_txn_offsets(
-    manager: GroupMetadataManager, pending: PendingTxnOffsets, producer_id: int, partition: int, committed: bool
+    manager: GroupMetadataManager,
+    pending: PendingTxnOffsets,
+    producer_id: int,
+    partition: int,
+    committed: bool,
 ) -> None:
     """A marker reached __consumer_offsets-`partition`: apply or drop the producer's offsets there."""
     groups = pending.get(producer_id)

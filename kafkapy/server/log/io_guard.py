@@ -46,7 +46,9 @@ def check_for_log_dir_failure(log: Log) -> None:
     parent = os.path.dirname(log.dir)
     channel = log.failure_channel
     if channel is not None and channel.has_offline_log_dir(parent):
-        raise KafkaStorageException(f"The log dir {parent} is already offline due to a previous IO exception.")
+        raise KafkaStorageException(
+            f"The log dir {parent} is already offline due to a previous IO exception."
+        )
 
 
 def io_failed(log: Log, message: str, error: OSError) -> KafkaStorageException:

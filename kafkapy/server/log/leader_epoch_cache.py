@@ -82,19 +82,28 @@ class LeaderEpochCheckpointFile:
         if not lines:
             raise CheckpointFormatError(f"Malformed checkpoint file ({self.path}): it is empty")
         if lines[0].strip() != str(CURRENT_VERSION):
-            raise CheckpointFormatError(f"Unrecognized version of the checkpoint file ({self.path}): {lines[0]}")
+            raise CheckpointFormatError(
+                f"Unrecognized version of the checkpoint file ({self.path}): {lines[0]}"
+            )
         try:
             expected = int(lines[1])
         except (IndexError, ValueError):
-            raise CheckpointFormatError(f"Malformed line in checkpoint file ({self.path}): '{lines[1:2]}'") from None
+            raise CheckpointFormatError(
+                f"Malformed line in checkpoint file ({self.path}): '{lines[1:2]}'"
+            ) from None
         entries: list[EpochEntry] = []
         for line in lines[2:]:
             parts = line.split()
             if len(parts) != 2 or not all(p.lstrip("-").isdigit() for p in parts):
                 raise CheckpointFormatError(f"Malformed line in checkpoint file ({self.path}): '{line}'")
             entry = EpochEntry(int(parts[0]), int(parts[1]))
-            if entry.epoch < 0 or entry.start_offset < 0 or (
-                entries and (entry.epoch <= entries[-1].epoch or entry.start_offset < entries[-1].start_offset)
+            if (
+                entry.epoch < 0
+                or entry.start_offset < 0
+                or (
+                    entries
+                    and (entry.epoch <= entries[-1].epoch or entry.start_offset < entries[-1].start_offset)
+                )
             ):
                 raise CheckpointFormatError(f"Entry out of order in checkpoint file ({self.path}): '{line}'")
             entries.append(entry)
@@ -147,7 +156,9 @@ class LeaderEpochFileCache:
             if epoch == last.epoch and start_offset >= last.start_offset:
                 return False
         removed: list[EpochEntry] = []
-        while self._epochs and (self._epochs[-1].epoch >= epoch or self._epochs[-1].start_offset >= start_offset):
+        while self._epochs and (
+            self._epochs[-1].epoch >= epoch or self._epochs[-1].start_offset >= start_offset
+        ):
             removed.append(self._epochs.pop())
         self._epochs.append(EpochEntry(epoch, start_offset))
         if removed:

@@ -242,7 +242,11 @@ class Log:
 
     @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_leader(
-        self, records: memoryview | bytes | bytearray, leader_epoch: int = 0, *, from_coordinator: bool = False
+        self,
+        records: memoryview | bytes | bytearray,
+        leader_epoch: int = 0,
+        *,
+        from_coordinator: bool = False,
     ) -> LogAppendInfo:
         """Validate a producer's batches, assign offsets in place, write them.
 
@@ -263,7 +267,10 @@ class Log:
             for _, header in batches:
                 if header.producer_id >= 0:
                     idempotent = True
-                    if not from_coordinator and (dup := self.producer_state.find_duplicate(header)) is not None:
+                    if (
+                        not from_coordinator
+                        and (dup := self.producer_state.find_duplicate(header)) is not None
+                    ):
                         return LogAppendInfo(
                             dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
                             dup.timestamp if config.log_append_time else NO_TIMESTAMP,
@@ -288,12 +295,16 @@ class Log:
                 if timestamp > max_timestamp:
                     max_timestamp, offset_of_max_timestamp = timestamp, last
                 if idempotent:
-                    marker = parse_control_batch(buf, position) if from_coordinator and header.is_control else None
+                    marker = (
+                        parse_control_batch(buf, position) if from_coordinator and header.is_control else None
+                    )
                     assigned.append((header, offset, marker))
                 num_messages += header.records_count
                 offset = last + 1
             updates = (
-                self.producer_state.prepare(assigned, check_sequence=not from_coordinator) if idempotent else None
+                self.producer_state.prepare(assigned, check_sequence=not from_coordinator)
+                if idempotent
+                else None
             )
             self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
             if updates is not None:
@@ -328,7 +339,10 @@ class Log:
                 num_messages += header.records_count
                 expected = header.next_offset
             updates = self.producer_state.prepare(
-                ((h, h.base_offset, parse_control_batch(buf, p) if h.is_control else None) for p, h in batches),
+                (
+                    (h, h.base_offset, parse_control_batch(buf, p) if h.is_control else None)
+                    for p, h in batches
+                ),
                 verify=False,
             )
             self._append(buf, first, expected - 1, max_timestamp, offset_of_max_timestamp)
@@ -371,7 +385,13 @@ class Log:
             return out
 
     def _append(
-        self, buf: memoryview, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int | None = None
+        self,
+        buf: memoryview,
+        first: int,
+        last: int,
+        max_ts: int,
+        offset_of_max_ts: int,
+        now: int | None = None,
     ) -> None:
         config = self.config
         now = self._time_ms() if now is None else now
@@ -727,7 +747,9 @@ class Log:
                 return TimestampAndOffset(best.max_timestamp_so_far, offset, cache.epoch_for_offset(offset))
             for segment in segments:
                 if segment.largest_timestamp >= target_timestamp:
-                    result: TimestampAndOffset | None = segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+                    result: TimestampAndOffset | None = segment.find_offset_by_timestamp(
+                        target_timestamp, self.log_start_offset
+                    )
                     return result
             return None
 

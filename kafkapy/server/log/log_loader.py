@@ -101,7 +101,9 @@ def _scan_files(dir_: str, prefix: str) -> list[int]:
             continue
         if ext == LOG_SUFFIX:
             base_offsets.append(int(stem))
-        elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in remaining:
+        elif (
+            ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem + LOG_SUFFIX not in remaining
+        ):
             logger.warning(
                 "%s Found an orphaned index file %s, with no corresponding log file.", prefix, name
             )
@@ -179,7 +181,9 @@ def headers_from(segments: SortedDict, offset: int) -> Iterator[BatchHeader]:
                 yield header
 
 
-def producer_batches_from(segments: SortedDict, offset: int) -> Iterator[tuple[BatchHeader, EndTxnMarker | None]]:
+def producer_batches_from(
+    segments: SortedDict, offset: int
+) -> Iterator[tuple[BatchHeader, EndTxnMarker | None]]:
     """The producer state's replay: headers of the batches holding offsets >= `offset`, and the
     marker of each control batch (the only batches whose records are read)."""
     start = max(segments.bisect_right(offset) - 1, 0)
@@ -211,7 +215,11 @@ def min_snapshot_offset_to_retain(segments: SortedDict, recovery_point: int) -> 
 
 
 def load_leader_epoch_cache(
-    dir_: str, segments: SortedDict, log_start_offset: int, log_end_offset: int, unclean_recovery_point: int | None
+    dir_: str,
+    segments: SortedDict,
+    log_start_offset: int,
+    log_end_offset: int,
+    unclean_recovery_point: int | None,
 ) -> LeaderEpochFileCache:
     """Read `leader-epoch-checkpoint` and make it agree with the log as loaded.
 

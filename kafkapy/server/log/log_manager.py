@@ -101,16 +101,19 @@ class LogManager:
                         raise PermissionError(f"{log_dir} is not a readable and writable directory")
                 except OSError as e:
                     self.failure_channel.maybe_add_offline_log_dir(
-                        log_dir, f"Failed to create or validate data directory {log_dir}", e)
+                        log_dir, f"Failed to create or validate data directory {log_dir}", e
+                    )
                     continue
                 try:
                     self._dir_locks[log_dir] = _lock_dir(log_dir)
                 except OSError as e:  # LogDirLockedException (another broker has it) stays fatal
                     self.failure_channel.maybe_add_offline_log_dir(
-                        log_dir, f"Disk error while locking directory {log_dir}", e)
+                        log_dir, f"Disk error while locking directory {log_dir}", e
+                    )
             if not self.live_log_dirs:
                 raise KafkaStorageException(
-                    f"None of the specified log dirs from {', '.join(self.log_dirs)} can be created or validated")
+                    f"None of the specified log dirs from {', '.join(self.log_dirs)} can be created or validated"
+                )
         except BaseException:
             self._release_locks()
             raise
@@ -150,7 +153,9 @@ class LogManager:
                 dir_errors = [e for e in (f.exception() for f in futures) if e is not None]
                 io_errors = [e for e in dir_errors if isinstance(e, OSError)]
                 if io_errors:
-                    self.failure_channel.maybe_add_offline_log_dir(d, f"Error while loading log dir {d}", io_errors[0])
+                    self.failure_channel.maybe_add_offline_log_dir(
+                        d, f"Error while loading log dir {d}", io_errors[0]
+                    )
                     self._drop_logs_in(d)
                 errors += [e for e in dir_errors if not isinstance(e, OSError)]
                 if marker is not None and not dir_errors:
@@ -159,13 +164,15 @@ class LogManager:
                 raise errors[0]
             if not self.live_log_dirs:
                 raise KafkaStorageException(
-                    f"None of the specified log dirs from {', '.join(self.log_dirs)} can be loaded")
+                    f"None of the specified log dirs from {', '.join(self.log_dirs)} can be loaded"
+                )
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
         if self.cleaner_config is not None and self.cleaner_config.enable_cleaner:
-            self.cleaner = LogCleaner(self.cleaner_config, self.live_log_dirs, self.logs_by_topic_partition,
-                                      self._time_ms)
+            self.cleaner = LogCleaner(
+                self.cleaner_config, self.live_log_dirs, self.logs_by_topic_partition, self._time_ms
+            )
             for log in self.all_logs():
                 self._attach_cleaner(log)
             self.cleaner.startup()
@@ -255,7 +262,9 @@ class LogManager:
         cleaning. Halts the process when no log dir is left."""
         logger.warning("Stopping serving logs in dir %s", log_dir)
         if not self.live_log_dirs:
-            logger.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_dirs))
+            logger.critical(
+                "Shutdown broker because all log dirs in %s have failed", ", ".join(self.log_dirs)
+            )
             halt(1)
         moved = self.moves.stop_moves_in(log_dir)
         offline = self._drop_logs_in(log_dir)
@@ -307,7 +316,9 @@ class LogManager:
             future = name.endswith(FUTURE_DIR_SUFFIX)
             try:
                 # A future log is named `<topic>-<partition>.<uuid>-future`.
-                jobs.append((TopicPartition.from_dir_name(name.rsplit(".", 1)[0] if future else name), path, future))
+                jobs.append(
+                    (TopicPartition.from_dir_name(name.rsplit(".", 1)[0] if future else name), path, future)
+                )
             except ValueError as e:
                 logger.warning("Skipping %s: %s", path, e)
         loaded = _Counter()
@@ -359,7 +370,9 @@ class LogManager:
         with self._lock:
             return dict(self._logs)
 
-    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None, *, is_new: bool = True) -> Log:
+    def get_or_create_log(
+        self, tp: TopicPartition, config: LogConfig | None = None, *, is_new: bool = True
+    ) -> Log:
         """The partition's log, created in the preferred or least loaded live dir if absent.
 
         `is_new` is LeaderAndIsr's flag: a replica that existed before (is_new false) is not
@@ -372,12 +385,17 @@ class LogManager:
             offline = sorted(self.failure_channel.offline_dirs)
             if not is_new and offline:
                 raise KafkaStorageException(
-                    f"Can not create log for {tp} because log directories {','.join(offline)} are offline")
+                    f"Can not create log for {tp} because log directories {','.join(offline)} are offline"
+                )
             if config is not None:
                 self._topic_configs[tp.topic] = config
             config = self.config_for(tp.topic)
             preferred = self._preferred_log_dirs.pop(tp, None)
-            log_dir = preferred if preferred is not None and self.is_log_dir_online(preferred) else self._next_log_dir()
+            log_dir = (
+                preferred
+                if preferred is not None and self.is_log_dir_online(preferred)
+                else self._next_log_dir()
+            )
             path = os.path.join(log_dir, str(tp))
             try:
                 log = Log(
@@ -520,7 +538,8 @@ class LogManager:
             OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
         except OSError as e:
             self.failure_channel.maybe_add_offline_log_dir(
-                log_dir, f"Disk error while writing to {name} file in directory {log_dir}", e)
+                log_dir, f"Disk error while writing to {name} file in directory {log_dir}", e
+            )
 
 
 class _Counter:

@@ -232,7 +232,9 @@ class ProducerStateManager:
 
     def aborted_txn_entry(self, txn: CompletedTxn) -> AbortedTxn:
         """The `.txnindex` entry of an aborted transaction just committed to the state."""
-        return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, self.txns.last_stable_offset_after(txn))
+        return AbortedTxn(
+            txn.producer_id, txn.first_offset, txn.last_offset, self.txns.last_stable_offset_after(txn)
+        )
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -293,7 +295,9 @@ class ProducerStateManager:
         kept = {
             pid: e
             for pid, e in self.producers.items()
-            if e.last_offset >= log_start_offset or not e.batches or e.current_txn_first_offset >= log_start_offset
+            if e.last_offset >= log_start_offset
+            or not e.batches
+            or e.current_txn_first_offset >= log_start_offset
         }
         if self.txns and len(kept) != len(self.producers):
             self.txns.remove_producers(set(self.producers) - set(kept))
@@ -347,7 +351,11 @@ class ProducerStateManager:
             job()
 
     def truncate_and_reload(
-        self, log_start_offset: int, log_end_offset: int, batches_from: BatchesFrom, use_snapshots: bool = True
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        batches_from: BatchesFrom,
+        use_snapshots: bool = True,
     ) -> int:
         """Rebuild the state of the log [start, end): the newest snapshot in range plus the batches after it.
 
@@ -386,7 +394,11 @@ class ProducerStateManager:
             if pid < 0:
                 continue
             entry = producers.get(pid)
-            if marker is None and not header.is_transactional and (entry is None or entry.current_txn_first_offset < 0):
+            if (
+                marker is None
+                and not header.is_transactional
+                and (entry is None or entry.current_txn_first_offset < 0)
+            ):
                 # The common idempotent case, without the transactional bookkeeping's allocations.
                 producers[pid] = (entry or ProducerStateEntry(pid)).with_batch(header, header.base_offset)
             else:

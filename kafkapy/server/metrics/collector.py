@@ -90,7 +90,9 @@ class BrokerCollector(Collector):
         total.replication_bytes_in += pm.REPLICATION_BYTES_IN.value  # counted by the fetcher threads
         for meter, attr, topics_too in TOPIC_METERS:
             family = CounterMetricFamily(
-                _name("server", "BrokerTopicMetrics", meter), f"BrokerTopicMetrics {meter}PerSec", labels=["topic"]
+                _name("server", "BrokerTopicMetrics", meter),
+                f"BrokerTopicMetrics {meter}PerSec",
+                labels=["topic"],
             )
             family.add_metric([], getattr(total, attr))
             if topics_too:
@@ -106,7 +108,9 @@ class BrokerCollector(Collector):
             for h in (st.queue, st.local, st.total):
                 h.sync_count()
         rate = CounterMetricFamily(
-            _name("network", "RequestMetrics", "Requests"), "RequestMetrics RequestsPerSec", labels=["request", "version"]
+            _name("network", "RequestMetrics", "Requests"),
+            "RequestMetrics RequestsPerSec",
+            labels=["request", "version"],
         )
         for st in apis:
             for version, n in enumerate(list(st.by_version)):
@@ -123,7 +127,14 @@ class BrokerCollector(Collector):
                 # _count is every request; _sum is scaled up from the timed ones.
                 scale = st.requests / timed if timed else 0.0
                 self._summary(
-                    family, name, {"request": st.name}, histogram or Histogram(), st.requests, zeros, scale, REQUEST_UNIT
+                    family,
+                    name,
+                    {"request": st.name},
+                    histogram or Histogram(),
+                    st.requests,
+                    zeros,
+                    scale,
+                    REQUEST_UNIT,
                 )
             yield family
 
@@ -164,7 +175,9 @@ class BrokerCollector(Collector):
             ("UnderMinIsrPartitionCount", under_min),
             ("OfflineReplicaCount", len(getattr(rm, "offline_partitions", ()))),
         ):
-            yield GaugeMetricFamily(_name("server", "ReplicaManager", name), f"ReplicaManager {name}", value=value)
+            yield GaugeMetricFamily(
+                _name("server", "ReplicaManager", name), f"ReplicaManager {name}", value=value
+            )
         log_manager = self._server.log_manager
         channel = getattr(log_manager, "failure_channel", None)
         yield GaugeMetricFamily(
@@ -192,9 +205,7 @@ class BrokerCollector(Collector):
             states = list(ctx.partition_states.items())
             partitions = len(states)
             topics = len(ctx.all_topics)
-            offline = sum(
-                1 for tp, s in states if s.value == "OfflinePartition" and tp.topic not in deleting
-            )
+            offline = sum(1 for tp, s in states if s.value == "OfflinePartition" and tp.topic not in deleting)
         for name, value in (
             ("ActiveControllerCount", 1 if active else 0),
             ("OfflinePartitionsCount", offline),
@@ -202,9 +213,12 @@ class BrokerCollector(Collector):
             ("GlobalTopicCount", topics),
             ("ControllerState", state),
         ):
-            yield GaugeMetricFamily(_name("controller", "KafkaController", name), f"KafkaController {name}", value=value)
+            yield GaugeMetricFamily(
+                _name("controller", "KafkaController", name), f"KafkaController {name}", value=value
+            )
         yield from self._timer(
-            _name("controller", "ControllerStats", "LeaderElectionRateAndTimeMs"), pm.LEADER_ELECTION.histogram
+            _name("controller", "ControllerStats", "LeaderElectionRateAndTimeMs"),
+            pm.LEADER_ELECTION.histogram,
         )
         yield CounterMetricFamily(
             _name("controller", "ControllerStats", "UncleanLeaderElections"),
@@ -238,7 +252,9 @@ class BrokerCollector(Collector):
         rm = self._server.replica_manager
         lag = rm.fetcher_manager.max_lag() if rm is not None else 0
         family = GaugeMetricFamily(
-            _name("server", "ReplicaFetcherManager", "MaxLag"), "ReplicaFetcherManager MaxLag", labels=["clientId"]
+            _name("server", "ReplicaFetcherManager", "MaxLag"),
+            "ReplicaFetcherManager MaxLag",
+            labels=["clientId"],
         )
         family.add_metric(["Replica"], lag)
         yield family
@@ -264,14 +280,17 @@ class BrokerCollector(Collector):
             figures.append((kafka_name, by_state.get(state, 0)))
         for name, value in figures:
             yield GaugeMetricFamily(
-                f"kafka_coordinator_group_groupmetadatamanager_{name.lower()}", f"GroupMetadataManager {name}", value=value
+                f"kafka_coordinator_group_groupmetadatamanager_{name.lower()}",
+                f"GroupMetadataManager {name}",
+                value=value,
             )
 
     # -- ZooKeeper ------------------------------------------------------------------------------
 
     def _zookeeper(self) -> Iterable[Metric]:
         yield from self._timer(
-            _name("server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs"), pm.ZOOKEEPER_REQUEST_LATENCY.histogram
+            _name("server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs"),
+            pm.ZOOKEEPER_REQUEST_LATENCY.histogram,
         )
         family = GaugeMetricFamily(
             _name("server", "SessionExpireListener", "SessionState"),
@@ -280,9 +299,14 @@ class BrokerCollector(Collector):
         )
         family.add_metric([self._server.zk.session_state()], 1)
         yield family
-        for name, counter in (("ZooKeeperExpires", pm.ZOOKEEPER_EXPIRES), ("ZooKeeperDisconnects", pm.ZOOKEEPER_DISCONNECTS)):
+        for name, counter in (
+            ("ZooKeeperExpires", pm.ZOOKEEPER_EXPIRES),
+            ("ZooKeeperDisconnects", pm.ZOOKEEPER_DISCONNECTS),
+        ):
             yield CounterMetricFamily(
-                _name("server", "SessionExpireListener", name), f"SessionExpireListener {name}PerSec", value=counter.value
+                _name("server", "SessionExpireListener", name),
+                f"SessionExpireListener {name}PerSec",
+                value=counter.value,
             )
 
 

@@ -207,7 +207,9 @@ class RequestMetrics:
         """Every API that has been asked (for the scrape thread)."""
         return [self.stats(key) for key, versions in enumerate(self.counts) if any(versions)]
 
-    def record(self, api_key: int, received: int, started: int, local_done: int, ready: int, end: int) -> None:
+    def record(
+        self, api_key: int, received: int, started: int, local_done: int, ready: int, end: int
+    ) -> None:
         """One completed request: received -> handler started -> handler returned (local) ->
         response ready (remote: a request that waited) -> response written (send: a response
         sent in chunks under flow control). Most requests have ready == end == local_done."""

@@ -146,7 +146,10 @@ class Acceptor:
                 # asyncio runs the TLS handshake on the loop without blocking it; the Processor's
                 # connection_made only comes once it succeeded.
                 await loop.connect_accepted_socket(
-                    lambda: processor, conn, ssl=tls, ssl_handshake_timeout=self.server.ssl_handshake_timeout_s
+                    lambda: processor,
+                    conn,
+                    ssl=tls,
+                    ssl_handshake_timeout=self.server.ssl_handshake_timeout_s,
                 )
         except Exception as e:  # noqa: BLE001 - one connection failing must not reach the loop
             if isinstance(e, ssl.SSLError | ConnectionError | TimeoutError) and tls is not None:

@@ -100,7 +100,9 @@ class _Timing:
 
     __slots__ = ("request", "received", "started", "local_done", "ready", "response_bytes", "details")
 
-    def __init__(self, request: Request, received: int, started: int, local_done: int, details: str | None) -> None:
+    def __init__(
+        self, request: Request, received: int, started: int, local_done: int, details: str | None
+    ) -> None:
         self.request = request
         self.received = received
         self.started = started
@@ -235,7 +237,11 @@ class Processor(asyncio.BufferedProtocol):
         buf = self._buf
         # The loop body runs once per request: the state checks are spelled out, not called.
         while not (
-            self._muted or self._region_send is not None or self._write_paused or self._closed or self._throttled
+            self._muted
+            or self._region_send is not None
+            or self._write_paused
+            or self._closed
+            or self._throttled
         ):
             start = self._start
             available = self._end - start
@@ -332,7 +338,13 @@ class Processor(asyncio.BufferedProtocol):
             self.close()
             return
         request = Request(
-            header, frame, header.body_offset, self.connection_id, self.client_host, self.listener_name, self.principal
+            header,
+            frame,
+            header.body_offset,
+            self.connection_id,
+            self.client_host,
+            self.listener_name,
+            self.principal,
         )
         key = header.api_key
         version = header.api_version
@@ -477,7 +489,9 @@ class Processor(asyncio.BufferedProtocol):
 
     def _finish(self, timing: _Timing, response: Response, end: int) -> None:
         h = timing.request.header
-        self.server.request_metrics.record(h.api_key, timing.received, timing.started, timing.local_done, timing.ready, end)
+        self.server.request_metrics.record(
+            h.api_key, timing.received, timing.started, timing.local_done, timing.ready, end
+        )
         if _log_enabled(_DEBUG):
             self._log_completed(timing, response, end)
 

@@ -55,7 +55,9 @@ def request_details(request: Request, max_elements: int) -> str:
 
     h = request.header
     try:
-        body = messages.decode_request(h.api_key, h.api_version, request.buffer, request.body_offset, max_elements)
+        body = messages.decode_request(
+            h.api_key, h.api_version, request.buffer, request.body_offset, max_elements
+        )
     except Exception as e:  # noqa: BLE001 - a log line must never fail the request
         return f"<undecodable: {e}>"
     return str(body)

@@ -118,7 +118,12 @@ class ClientQuotaManager:
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "Quota violated for sensor (%s:%s:%s), metric-value: (%s), bound: (%s), delay time: (%d)",
-                self.quota_type.name.capitalize(), match.user_tag, match.client_tag, rate, match.limit, throttle,
+                self.quota_type.name.capitalize(),
+                match.user_tag,
+                match.client_tag,
+                rate,
+                match.limit,
+                throttle,
             )
         return throttle
 

@@ -80,14 +80,22 @@ class ClientQuotas:
             manager.update(quotas)
 
 
-_QUOTA_NAMES = {QuotaType.PRODUCE.value: "Produce", QuotaType.FETCH.value: "Fetch", QuotaType.REQUEST.value: "Request"}
+_QUOTA_NAMES = {
+    QuotaType.PRODUCE.value: "Produce",
+    QuotaType.FETCH.value: "Fetch",
+    QuotaType.REQUEST.value: "Request",
+}
 
 
 def _log_changes(entity: QuotaEntity, old: Mapping[str, float], new: Mapping[str, float]) -> None:
     """Kafka's ClientQuotaManager.updateQuota lines."""
-    user = "" if entity.user is None else ("default user " if entity.user == DEFAULT else f"user {entity.user} ")
-    client = "" if entity.client_id is None else (
-        "default client-id" if entity.client_id == DEFAULT else f"client-id {entity.client_id}"
+    user = (
+        "" if entity.user is None else ("default user " if entity.user == DEFAULT else f"user {entity.user} ")
+    )
+    client = (
+        ""
+        if entity.client_id is None
+        else ("default client-id" if entity.client_id == DEFAULT else f"client-id {entity.client_id}")
     )
     who = f"{user}{client}".strip()
     for key, name in _QUOTA_NAMES.items():

@@ -24,7 +24,9 @@ class QuotaConfigSource(Protocol):
 class QuotaConfigStore(QuotaConfigSource, Protocol):
     """... and the writes AlterClientQuotas and kafkapy-configs make."""
 
-    def set_or_create_entity_configs(self, entity_type: str, sanitized_name: str, config: Mapping[str, str]) -> None: ...
+    def set_or_create_entity_configs(
+        self, entity_type: str, sanitized_name: str, config: Mapping[str, str]
+    ) -> None: ...
 
     def create_config_change_notification(self, sanitized_entity_path: str) -> str: ...
 

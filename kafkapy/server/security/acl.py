@@ -131,7 +131,9 @@ def decide(
     granting = _GRANTING[operation]
     for e in entries:
         found = True
-        if (e.principal == principal or e.principal == WILDCARD_PRINCIPAL) and (e.host == host or e.host == WILDCARD):
+        if (e.principal == principal or e.principal == WILDCARD_PRINCIPAL) and (
+            e.host == host or e.host == WILDCARD
+        ):
             if e.permission is Permission.DENY:
                 if e.operation is operation or e.operation is Operation.ALL:
                     return False

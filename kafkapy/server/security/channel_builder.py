@@ -39,7 +39,10 @@ class ListenerSecurity:
 
 
 def listener_security(
-    config: object, listener_name: str, protocol: str, scram_credentials: CredentialLookup | None,
+    config: object,
+    listener_name: str,
+    protocol: str,
+    scram_credentials: CredentialLookup | None,
     token_credentials: TokenLookup | None = None,
 ) -> ListenerSecurity:
     settings = ListenerSettings.of(config, listener_name)
@@ -53,7 +56,9 @@ def listener_security(
 
 
 def _sasl_listener_config(
-    settings: ListenerSettings, scram_credentials: CredentialLookup | None, token_credentials: TokenLookup | None = None
+    settings: ListenerSettings,
+    scram_credentials: CredentialLookup | None,
+    token_credentials: TokenLookup | None = None,
 ) -> SaslListenerConfig:
     mechanisms = [m.upper() for m in settings.list("sasl.enabled.mechanisms")]
     key = settings.key_name("sasl.enabled.mechanisms")
@@ -76,7 +81,9 @@ def _sasl_listener_config(
             )  # fmt: skip
         plain_users = {k[len("user_") :]: v for k, v in module.options.items() if k.startswith("user_")}
     reauth_ms = settings.integer("connections.max.reauth.ms", 0)
-    return SaslListenerConfig(tuple(mechanisms), plain_users, scram_credentials, max(reauth_ms, 0), token_credentials)
+    return SaslListenerConfig(
+        tuple(mechanisms), plain_users, scram_credentials, max(reauth_ms, 0), token_credentials
+    )
 
 
 def _jaas_module(settings: ListenerSettings, mechanism: str) -> LoginModule | None:

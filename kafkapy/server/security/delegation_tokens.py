@@ -212,7 +212,9 @@ class DelegationTokenManager:
 
     # -- cache ----------------------------------------------------------------------------------
 
-    def _token_from_zk(self, token_id: str, previous: DelegationToken | None = None) -> DelegationToken | None:
+    def _token_from_zk(
+        self, token_id: str, previous: DelegationToken | None = None
+    ) -> DelegationToken | None:
         got = self.zk.get_data(DelegationTokenInfoZNode.path(token_id))
         fields = DelegationTokenInfoZNode.decode(got[0] if got else None)
         if fields is None:
@@ -329,11 +331,19 @@ class DelegationTokenManager:
         with self._lock:
             token_id = new_token_id()
             issue = self.now_ms()
-            lifetime = self.max_lifetime_ms if max_lifetime_ms <= 0 else min(max_lifetime_ms, self.max_lifetime_ms)
+            lifetime = (
+                self.max_lifetime_ms if max_lifetime_ms <= 0 else min(max_lifetime_ms, self.max_lifetime_ms)
+            )
             max_ts = issue + lifetime
             expiry = min(max_ts, issue + self.default_renew_ms)
             info = TokenInformation(
-                token_id, _plain(owner), _plain(requester), tuple(_plain(r) for r in renewers), issue, max_ts, expiry
+                token_id,
+                _plain(owner),
+                _plain(requester),
+                tuple(_plain(r) for r in renewers),
+                issue,
+                max_ts,
+                expiry,
             )
             token = self._token(info)
             self._store(token)
@@ -358,7 +368,9 @@ class DelegationTokenManager:
             if info.expired(now):
                 return DelegationTokenExpiredException.code, ERROR_TIMESTAMP
             expiry = min(info.max_timestamp, now + (self.default_renew_ms if renew_ms < 0 else renew_ms))
-            self._store(DelegationToken(replace(info, expiry_timestamp=expiry), token.hmac, token.credentials))
+            self._store(
+                DelegationToken(replace(info, expiry_timestamp=expiry), token.hmac, token.credentials)
+            )
             log.info("Delegation token renewed for token: %s for owner: %s", info.token_id, info.owner)
             return 0, expiry
 
@@ -379,7 +391,9 @@ class DelegationTokenManager:
             if info.expired(now):
                 return DelegationTokenExpiredException.code, ERROR_TIMESTAMP
             expiry = min(info.max_timestamp, now + expire_ms)
-            self._store(DelegationToken(replace(info, expiry_timestamp=expiry), token.hmac, token.credentials))
+            self._store(
+                DelegationToken(replace(info, expiry_timestamp=expiry), token.hmac, token.credentials)
+            )
             log.info("Updated expiry time for token: %s for owner: %s", info.token_id, info.owner)
             return 0, expiry
 
@@ -389,7 +403,11 @@ class DelegationTokenManager:
             now = self.now_ms()
             for token in list(self._tokens.values()):
                 if token.info.expired(now):
-                    log.info("Delegation token expired for token: %s for owner: %s", token.info.token_id, token.info.owner)
+                    log.info(
+                        "Delegation token expired for token: %s for owner: %s",
+                        token.info.token_id,
+                        token.info.owner,
+                    )
                     self.remove_token(token.info.token_id)
 
     def tokens(self, eligible: Callable[[TokenInformation], bool]) -> list[DelegationToken]:

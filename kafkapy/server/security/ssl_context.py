@@ -94,7 +94,9 @@ def _store_type(settings: ListenerSettings, key: str) -> str:
     return kind
 
 
-def _pkcs12(settings: ListenerSettings, location_key: str, passwords: list[str | None]) -> tuple[Any, Any, list[Any]]:
+def _pkcs12(
+    settings: ListenerSettings, location_key: str, passwords: list[str | None]
+) -> tuple[Any, Any, list[Any]]:
     """(key, certificate, other certificates) of a PKCS12 file, trying each password in turn."""
     from cryptography.hazmat.primitives.serialization import pkcs12
 
@@ -108,7 +110,9 @@ def _pkcs12(settings: ListenerSettings, location_key: str, passwords: list[str |
     error: Exception | None = None
     for password in dict.fromkeys(passwords):  # distinct, in order
         try:
-            key, cert, others = pkcs12.load_key_and_certificates(data, password.encode() if password else None)
+            key, cert, others = pkcs12.load_key_and_certificates(
+                data, password.encode() if password else None
+            )
             return key, cert, list(others)
         except (ValueError, TypeError) as e:
             error = e
@@ -121,7 +125,9 @@ def _load_pkcs12_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> No
     from cryptography.hazmat.primitives import serialization
 
     key, cert, chain = _pkcs12(
-        settings, "ssl.keystore.location", [settings.string("ssl.keystore.password"), settings.string("ssl.key.password")]
+        settings,
+        "ssl.keystore.location",
+        [settings.string("ssl.keystore.password"), settings.string("ssl.key.password")],
     )
     if key is None or cert is None:
         raise ConfigException(
@@ -142,7 +148,9 @@ def _load_pkcs12_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> No
         ctx.load_cert_chain(path, password=one_time)
     except ssl.SSLError as e:
         raise ConfigException(
-            settings.key_name("ssl.keystore.location"), settings.string("ssl.keystore.location"), f"Cannot load: {e}"
+            settings.key_name("ssl.keystore.location"),
+            settings.string("ssl.keystore.location"),
+            f"Cannot load: {e}",
         ) from e
     finally:
         os.unlink(path)
@@ -151,7 +159,9 @@ def _load_pkcs12_keystore(ctx: ssl.SSLContext, settings: ListenerSettings) -> No
 def _pkcs12_trusted_pem(settings: ListenerSettings) -> str:
     from cryptography.hazmat.primitives import serialization
 
-    _, cert, others = _pkcs12(settings, "ssl.truststore.location", [settings.string("ssl.truststore.password"), None])
+    _, cert, others = _pkcs12(
+        settings, "ssl.truststore.location", [settings.string("ssl.truststore.password"), None]
+    )
     certs = ([cert] if cert is not None else []) + others
     if not certs:
         raise ConfigException(
@@ -227,7 +237,9 @@ def _load_truststore(ctx: ssl.SSLContext, settings: ListenerSettings, required: 
     kind = _store_type(settings, "ssl.truststore.type")
     if kind == "JKS":
         raise ConfigException(
-            settings.key_name("ssl.truststore.type"), "JKS", "JKS trust stores are a Java format; use PEM or PKCS12"
+            settings.key_name("ssl.truststore.type"),
+            "JKS",
+            "JKS trust stores are a Java format; use PEM or PKCS12",
         )
     try:
         if kind == "PKCS12":

@@ -149,7 +149,11 @@ class TransactionCoordinator:
             md.pending = None
         if code == 0:
             md.transition_to(target)
-            md.producer_id, md.producer_epoch, md.txn_timeout_ms = value.producer_id, value.producer_epoch, value.txn_timeout_ms
+            md.producer_id, md.producer_epoch, md.txn_timeout_ms = (
+                value.producer_id,
+                value.producer_epoch,
+                value.txn_timeout_ms,
+            )
             md.partitions = set(new_partitions)
             md.txn_last_update_timestamp, md.txn_start_timestamp = now, value.txn_start_timestamp
         return code
@@ -237,9 +241,13 @@ class TransactionCoordinator:
         if md.state == S.ONGOING and partitions <= md.partitions:
             return 0
         start = md.txn_start_timestamp if md.state == S.ONGOING else now_ms()
-        return await self._write(md, coordinator_epoch, S.ONGOING, partitions=md.partitions | partitions, start_ms=start)
+        return await self._write(
+            md, coordinator_epoch, S.ONGOING, partitions=md.partitions | partitions, start_ms=start
+        )
 
-    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> int:
         partition = self.group_partition_for(group_id)
         return await self.add_partitions(
             transactional_id, producer_id, producer_epoch, {(GROUP_METADATA_TOPIC_NAME, partition)}
@@ -252,7 +260,9 @@ class TransactionCoordinator:
 
     # -- EndTxn ---------------------------------------------------------------------------------
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool) -> int:
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool
+    ) -> int:
         code, md, coordinator_epoch = self.manager.lookup(transactional_id)
         if code:
             return code
@@ -278,7 +288,9 @@ class TransactionCoordinator:
     async def _complete(self, md: TransactionMetadata, coordinator_epoch: int, committed: bool) -> None:
         """Send the markers, then write CompleteCommit/CompleteAbort."""
         txn_id = md.transactional_id
-        marker = TxnMarker(md.producer_id, md.producer_epoch, committed, coordinator_epoch, tuple(sorted(md.partitions)))
+        marker = TxnMarker(
+            md.producer_id, md.producer_epoch, committed, coordinator_epoch, tuple(sorted(md.partitions))
+        )
         if not await self.channel.send(marker, lambda: self.manager.still_owns(txn_id, coordinator_epoch)):
             return
         target = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
@@ -305,7 +317,11 @@ class TransactionCoordinator:
         now = now_ms()
         aborted = 0
         for md, coordinator_epoch in self.manager.all_transactions():
-            if md.state == S.ONGOING and md.pending is None and now > md.txn_start_timestamp + md.txn_timeout_ms:
+            if (
+                md.state == S.ONGOING
+                and md.pending is None
+                and now > md.txn_start_timestamp + md.txn_timeout_ms
+            ):
                 log.info(
                     "Aborting transaction %s of producer %d epoch %d: it timed out after %d ms",
                     md.transactional_id, md.producer_id, md.producer_epoch, md.txn_timeout_ms,

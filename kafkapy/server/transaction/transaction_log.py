@@ -105,4 +105,6 @@ def read_value(data: bytes) -> TxnLogValue:
         (count,) = r.unpack(_I32)
         partitions.extend((topic, r.unpack(_I32)[0]) for _ in range(max(count, 0)))
     last_update, start = r.unpack(_VALUE_TAIL)
-    return TxnLogValue(pid, epoch, timeout, TransactionState.from_byte(state), tuple(partitions), last_update, start)
+    return TxnLogValue(
+        pid, epoch, timeout, TransactionState.from_byte(state), tuple(partitions), last_update, start
+    )

@@ -116,7 +116,12 @@ class TransactionMarkerChannel:
             by_leader: dict[int, list[tuple[str, int]]] = {}
             for topic, partition in sorted(remaining):
                 if not cache.contains_topic(topic):
-                    log.info("Dropping marker of producer %d for %s-%d: the topic is gone", marker.producer_id, topic, partition)
+                    log.info(
+                        "Dropping marker of producer %d for %s-%d: the topic is gone",
+                        marker.producer_id,
+                        topic,
+                        partition,
+                    )
                     remaining.discard((topic, partition))
                     continue
                 info = cache.partition_info(topic, partition)

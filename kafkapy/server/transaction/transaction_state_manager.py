@@ -122,7 +122,9 @@ class TransactionStateManager:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    async def append(self, transactional_id: str, value: txn_log.TxnLogValue | None, coordinator_epoch: int) -> int:
+    async def append(
+        self, transactional_id: str, value: txn_log.TxnLogValue | None, coordinator_epoch: int
+    ) -> int:
         """Write one record for `transactional_id` and wait for the high watermark; an error code."""
         tp = TopicPartition(TRANSACTION_STATE_TOPIC_NAME, self.partition_for(transactional_id))
         record = (txn_log.key_bytes(transactional_id), None if value is None else txn_log.value_bytes(value))
@@ -133,7 +135,12 @@ class TransactionStateManager:
             await rm.await_isr(results, int(self.config.request_timeout_ms))
         code = results[tp].error_code
         if code:
-            log.warning("Appending to %s for transactional id %s failed with error code %d", tp, transactional_id, code)
+            log.warning(
+                "Appending to %s for transactional id %s failed with error code %d",
+                tp,
+                transactional_id,
+                code,
+            )
             return map_append_error(code)
         if not self.still_owns(transactional_id, coordinator_epoch):
             return NotCoordinatorException.code  # a newer coordinator took over meanwhile

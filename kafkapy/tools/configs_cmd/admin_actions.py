@@ -38,7 +38,9 @@ def _dynamic_source(resource_type: int, name: str) -> str:
     return "DYNAMIC_BROKER_CONFIG" if name else "DYNAMIC_DEFAULT_BROKER_CONFIG"
 
 
-def resource_configs(admin: AdminClient, resource_type: int, name: str, describe_all: bool) -> list[DescribedConfig]:
+def resource_configs(
+    admin: AdminClient, resource_type: int, name: str, describe_all: bool
+) -> list[DescribedConfig]:
     configs = describe_configs(admin, resource_type, name)
     if not describe_all:
         source = _dynamic_source(resource_type, name)
@@ -72,7 +74,9 @@ def describe(admin: AdminClient, options: Options, out: Printer) -> None:
         if resource_type == BROKER and entity == "":
             out(f"Default configs for {entity_type} in the cluster are:")
         else:
-            out(f"{'All' if options.describe_all else 'Dynamic'} configs for {entity_type[:-1]} {entity} are:")
+            out(
+                f"{'All' if options.describe_all else 'Dynamic'} configs for {entity_type[:-1]} {entity} are:"
+            )
         for entry in resource_configs(admin, resource_type, entity, options.describe_all):
             out(format_entry(entry))
 

@@ -95,9 +95,15 @@ def parse_configs_to_delete(values: tuple[str, ...]) -> list[str]:
 
 
 def resolve_entity(
-    entity_types: tuple[str, ...], entity_names: tuple[str, ...], entity_default: bool, *,
-    topic: str | None = None, broker: str | None = None, broker_defaults: bool = False,
-    client: str | None = None, user: str | None = None,
+    entity_types: tuple[str, ...],
+    entity_names: tuple[str, ...],
+    entity_default: bool,
+    *,
+    topic: str | None = None,
+    broker: str | None = None,
+    broker_defaults: bool = False,
+    client: str | None = None,
+    user: str | None = None,
 ) -> tuple[list[str], list[str], bool]:
     """--entity-type/--entity-name plus the shorthands (--topic t is --entity-type topics
     --entity-name t) as lists of types and names, and whether a default was asked for."""
@@ -113,10 +119,19 @@ def resolve_entity(
 
 
 def check_args(
-    alter: bool, describe: bool, bootstrap_server: str | None, zookeeper: str | None,
-    types: list[str], names: list[str], entity_default: bool,
-    add_config: str | None, delete_config: tuple[str, ...], describe_all: bool,
-    *, entity_options: bool = False, entity_flags: bool = False,
+    alter: bool,
+    describe: bool,
+    bootstrap_server: str | None,
+    zookeeper: str | None,
+    types: list[str],
+    names: list[str],
+    entity_default: bool,
+    add_config: str | None,
+    delete_config: tuple[str, ...],
+    describe_all: bool,
+    *,
+    entity_options: bool = False,
+    entity_flags: bool = False,
 ) -> Options:
     """Kafka 2.8's ConfigCommandOptions.checkArgs, in its order and words, for one entity or a
     user and a client id together (quota_options.py). `entity_options`: --entity-type/-name/-default were given;
@@ -129,8 +144,11 @@ def check_args(
     duplicates = sorted({t for t in types if types.count(t) > 1})
     if duplicates:
         raise CommandError(f"Duplicate entity type(s) specified: {','.join(duplicates)}")
-    allowed, connect = (BOOTSTRAP_ENTITY_TYPES, "--bootstrap-server") if bootstrap_server else (
-        ZK_ENTITY_TYPES, "--zookeeper")
+    allowed, connect = (
+        (BOOTSTRAP_ENTITY_TYPES, "--bootstrap-server")
+        if bootstrap_server
+        else (ZK_ENTITY_TYPES, "--zookeeper")
+    )
     for entity_type in types:
         if entity_type not in allowed:
             raise CommandError(
@@ -142,9 +160,13 @@ def check_args(
     if len(types) > 1 and set(types) != {"users", "clients"}:
         raise CommandError("Only 'users' and 'clients' entity types may be specified together")
     if entity_options and entity_flags:
-        raise CommandError("--entity-{type,name,default} should not be used in conjunction with specific entity flags")
+        raise CommandError(
+            "--entity-{type,name,default} should not be used in conjunction with specific entity flags"
+        )
     if not bootstrap_server and not zookeeper:
-        raise CommandError("One of the required --bootstrap-server or --zookeeper arguments must be specified")
+        raise CommandError(
+            "One of the required --bootstrap-server or --zookeeper arguments must be specified"
+        )
     if bootstrap_server and zookeeper:
         raise CommandError("Only one of --bootstrap-server or --zookeeper must be specified")
     if describe_all and zookeeper:
@@ -153,27 +175,34 @@ def check_args(
         for broker_id in names:
             if not re.fullmatch(r"[+-]?\d+", broker_id):
                 raise CommandError(
-                    f"The entity name for {types[0]} must be a valid integer broker id, but it is: {broker_id}")
+                    f"The entity name for {types[0]} must be a valid integer broker id, but it is: {broker_id}"
+                )
     if describe and BROKER_LOGGERS in types and not names:
         raise CommandError(f"an entity name must be specified with --describe of {','.join(types)}")
     if alter:
         if any(t in types for t in ("users", "clients", "brokers")):
             if not names and not entity_default:
-                raise CommandError("an entity-name or default entity must be specified with --alter of users, "
-                                   "clients, brokers or ips")
+                raise CommandError(
+                    "an entity-name or default entity must be specified with --alter of users, "
+                    "clients, brokers or ips"
+                )
         elif not names:
             raise CommandError(f"an entity name must be specified with --alter of {','.join(types)}")
         if add_config is None and not delete_config:
             raise CommandError(
-                "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
+                "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter"
+            )
     if types[0] in ("users", "clients"):  # one user, one client id, or a user's client id
         from kafkapy.tools.configs_cmd.quota_options import quota_options
 
-        return quota_options(alter, zookeeper, types, names, entity_default, add_config, delete_config, describe_all)
+        return quota_options(
+            alter, zookeeper, types, names, entity_default, add_config, delete_config, describe_all
+        )
     # What kafkapy does not do (Kafka would go on).
     if len(types) > 1 or len(names) > 1 or (names and entity_default):
-        raise CommandError("kafkapy-configs takes one entity: one --entity-type with one --entity-name "
-                           "or --entity-default")
+        raise CommandError(
+            "kafkapy-configs takes one entity: one --entity-type with one --entity-name or --entity-default"
+        )
     entity_type = types[0]
     if entity_type == BROKER_LOGGERS:
         raise CommandError("Entity type broker-loggers is not supported by kafkapy")

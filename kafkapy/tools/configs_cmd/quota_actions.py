@@ -79,7 +79,9 @@ def _entity_text(entity: dict[str, str | None]) -> str:
     for wire in (USER, CLIENT_ID):
         if wire in entity:
             name = entity[wire]
-            texts.append(f"{_TYPE_NAME[wire]} '{name}'" if name is not None else f"the default {_TYPE_NAME[wire]}")
+            texts.append(
+                f"{_TYPE_NAME[wire]} '{name}'" if name is not None else f"the default {_TYPE_NAME[wire]}"
+            )
     return ", ".join(texts)
 
 
@@ -94,8 +96,10 @@ def describe(admin: AdminClient, options: Options, out: Printer) -> None:
         users = None if entity.name is None else [entity.name]
         for user in describe_user_scram_credentials(admin, users):
             if user.error is not None:
-                out(f"Error retrieving SCRAM credential configs for user-principal '{user.user}': "
-                    f"{type(user.error).__name__}: {user.error.message}")
+                out(
+                    f"Error retrieving SCRAM credential configs for user-principal '{user.user}': "
+                    f"{type(user.error).__name__}: {user.error.message}"
+                )
                 continue
             text = ", ".join(f"{m}=iterations={n}" for m, n in user.credentials)
             out(f"SCRAM credential configs for user-principal '{user.user}' are {text}")
@@ -113,25 +117,37 @@ def _check_names(options: Options) -> tuple[dict[str, str], list[str], dict[str,
     first = options.first_entity or entity
     if first.entity_type == "clients" or entity.child is not None:
         if unknown_add or scram_add:
-            raise CommandError("Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected "
-                               f"config names: {scala_set([*unknown_add, *scram_add])}")
+            raise CommandError(
+                "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected "
+                f"config names: {scala_set([*unknown_add, *scram_add])}"
+            )
         if unknown_delete or scram_delete:
-            raise CommandError("Only quota configs can be deleted for 'clients' using --bootstrap-server. Unexpected "
-                               f"config names: {scala_set([*unknown_delete, *scram_delete])}")
+            raise CommandError(
+                "Only quota configs can be deleted for 'clients' using --bootstrap-server. Unexpected "
+                f"config names: {scala_set([*unknown_delete, *scram_delete])}"
+            )
     else:
         if unknown_add:
-            raise CommandError("Only quota and SCRAM credential configs can be added for 'users' using "
-                               f"--bootstrap-server. Unexpected config names: {scala_set(unknown_add)}")
+            raise CommandError(
+                "Only quota and SCRAM credential configs can be added for 'users' using "
+                f"--bootstrap-server. Unexpected config names: {scala_set(unknown_add)}"
+            )
         if unknown_delete:
-            raise CommandError("Only quota and SCRAM credential configs can be deleted for 'users' using "
-                               f"--bootstrap-server. Unexpected config names: {scala_set(unknown_delete)}")
+            raise CommandError(
+                "Only quota and SCRAM credential configs can be deleted for 'users' using "
+                f"--bootstrap-server. Unexpected config names: {scala_set(unknown_delete)}"
+            )
         if scram_add or scram_delete:
             if entity.name == DEFAULT_ENTITY:
-                raise CommandError("The use of --entity-default or --user-defaults is not allowed with User SCRAM "
-                                   "Credentials using --bootstrap-server.")
+                raise CommandError(
+                    "The use of --entity-default or --user-defaults is not allowed with User SCRAM "
+                    "Credentials using --bootstrap-server."
+                )
             if len(scram_add) != len(to_add) or len(scram_delete) != len(to_delete):
-                raise CommandError("Cannot alter both quota and SCRAM credential configs simultaneously for 'users' "
-                                   "using --bootstrap-server.")
+                raise CommandError(
+                    "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' "
+                    "using --bootstrap-server."
+                )
     quota_add = {k: v for k, v in to_add.items() if k not in scram_add}
     quota_delete = [k for k in to_delete if k not in scram_delete]
     return quota_add, quota_delete, scram_add, scram_delete
@@ -181,7 +197,8 @@ def _alter_scram(admin: AdminClient, user: str, to_add: dict[str, str], to_delet
             raise CommandError(f"Invalid credential property {mechanism}={text}")
         iterations = int(match.group(1)) if match.group(1) not in (None, "", "-1") else DEFAULT_ITERATIONS
         if iterations < MIN_ITERATIONS:
-            raise CommandError(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} required for "
-                               f"{mechanism}")
+            raise CommandError(
+                f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} required for {mechanism}"
+            )
         upsertions.append(Upsertion(user, mechanism, iterations, match.group(2)))
     alter_user_scram_credentials(admin, upsertions, [(user, m) for m in to_delete])

@@ -49,7 +49,9 @@ def ordered_names(names: list[str], entity_default: bool, order: list[bool] | No
 def quota_entity(types: list[str], names: list[str], alter: bool) -> Entity:
     """A user, a client id, or a user's client id (users first, as Kafka's parseQuotaEntity)."""
     if alter and len(types) != len(names):
-        raise CommandError("--entity-name or --entity-default must be specified with each --entity-type for --alter")
+        raise CommandError(
+            "--entity-name or --entity-default must be specified with each --entity-type for --alter"
+        )
     if len(names) > len(types):
         raise CommandError("More entity names specified than entity types")
     named = list(zip(types, [*names, *([None] * (len(types) - len(names)))], strict=True))
@@ -62,8 +64,14 @@ def quota_entity(types: list[str], names: list[str], alter: bool) -> Entity:
 
 
 def quota_options(
-    alter: bool, zookeeper: str | None, types: list[str], names: list[str], entity_default: bool,
-    add_config: str | None, delete_config: tuple[str, ...], describe_all: bool,
+    alter: bool,
+    zookeeper: str | None,
+    types: list[str],
+    names: list[str],
+    entity_default: bool,
+    add_config: str | None,
+    delete_config: tuple[str, ...],
+    describe_all: bool,
 ) -> Options:
     """The rest of checkArgs for users and clients (what the generic part has not checked)."""
     duplicates = sorted({t for t in types if types.count(t) > 1})
@@ -73,11 +81,14 @@ def quota_options(
         raise CommandError("Only 'users' and 'clients' entity types may be specified together")
     names = ordered_names(names, entity_default, name_order(COMMAND_LINE))
     if alter and not names:
-        raise CommandError("an entity-name or default entity must be specified with --alter of users, clients, "
-                           "brokers or ips")
+        raise CommandError(
+            "an entity-name or default entity must be specified with --alter of users, clients, "
+            "brokers or ips"
+        )
     if alter and add_config is None and not delete_config:
         raise CommandError(
-            "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
+            "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter"
+        )
     return Options(
         "alter" if alter else "describe", quota_entity(types, names, alter), bool(zookeeper),
         parse_configs_to_add(add_config), parse_configs_to_delete(delete_config), describe_all,

@@ -69,11 +69,14 @@ def _validate_broker(zk: KafkaZkClient, entity: Entity, to_add: Mapping[str, str
         message = f"--bootstrap-server option must be specified to update broker configs {scala_set(others)}."
         if entity.name != DEFAULT_ENTITY:
             if zk.get_broker(int(str(entity.name))) is not None:
-                raise CommandError(f"requirement failed: {message} when broker {entity.name} is running. "
-                                   f"{_BOOTSTRAP_INFO}")
+                raise CommandError(
+                    f"requirement failed: {message} when broker {entity.name} is running. {_BOOTSTRAP_INFO}"
+                )
         elif zk.get_all_brokers_in_cluster():
-            raise CommandError(f"requirement failed: {message} for default cluster if any broker is running. "
-                               f"{_BOOTSTRAP_INFO}")
+            raise CommandError(
+                f"requirement failed: {message} for default cluster if any broker is running. "
+                f"{_BOOTSTRAP_INFO}"
+            )
     try:
         validate_dynamic_configs(to_add)
     except (ConfigException, ValueError) as e:

@@ -66,7 +66,11 @@ def _assignments(admin: AdminClient, topics: Sequence[str]) -> Assignment:
                 described.update(admin.describe_topics([topic]))
             except UnknownTopicOrPartitionException:
                 raise missing_topics_error([topic]) from None
-    return {TopicPartition(t, p.partition): list(p.replicas) for t, info in described.items() for p in info.partitions}
+    return {
+        TopicPartition(t, p.partition): list(p.replicas)
+        for t, info in described.items()
+        for p in info.partitions
+    }
 
 
 def generate(admin: AdminClient, topics_json: str, broker_list: str, rack_aware: bool, out: Printer) -> None:
@@ -78,8 +82,15 @@ def generate(admin: AdminClient, topics_json: str, broker_list: str, rack_aware:
         out(line)
 
 
-def execute(admin: AdminClient, reassignment_json: str, additional: bool, throttle: int, out: Printer,
-            log_dir_throttle: int = -1, timeout_ms: int = DEFAULT_MOVE_TIMEOUT_MS) -> None:
+def execute(
+    admin: AdminClient,
+    reassignment_json: str,
+    additional: bool,
+    throttle: int,
+    out: Printer,
+    log_dir_throttle: int = -1,
+    timeout_ms: int = DEFAULT_MOVE_TIMEOUT_MS,
+) -> None:
     proposed, log_dirs = parse_execute_args(reassignment_json)
     ongoing = list_partition_reassignments(admin)
     if not additional and ongoing:
@@ -92,7 +103,9 @@ def execute(admin: AdminClient, reassignment_json: str, additional: bool, thrott
     missing = sorted((tp for tp in proposed if tp not in current), key=sort_key)
     if missing:
         # Checked here so that a bad file starts nothing (the controller would refuse only these).
-        raise AdminCommandFailedError(f"The proposed assignment contains non-existent partitions: {scala_list(missing)}")
+        raise AdminCommandFailedError(
+            f"The proposed assignment contains non-existent partitions: {scala_list(missing)}"
+        )
     for line in current_assignment_lines(proposed, current):
         out(line)
     if throttle >= 0 or log_dir_throttle >= 0:
@@ -108,8 +121,10 @@ def execute(admin: AdminClient, reassignment_json: str, additional: bool, thrott
         out(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
     errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
     if errors:
-        raise TerseReassignmentFailure("Error reassigning partition(s):\n" + "\n".join(
-            f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key)))
+        raise TerseReassignmentFailure(
+            "Error reassigning partition(s):\n"
+            + "\n".join(f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key))
+        )
     out(started_line(list(proposed)))
     if log_dirs:
         execute_moves(admin, log_dirs, timeout_ms, out)
@@ -124,8 +139,13 @@ def _replica_key(replica: tuple[TopicPartition, int]) -> tuple[str, int, int]:
     return replica[0].topic, replica[0].partition, replica[1]
 
 
-def execute_moves(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, int], str], timeout_ms: int,
-                  out: Printer, sleep: Callable[[float], None] = time.sleep) -> None:
+def execute_moves(
+    admin: AdminClient,
+    log_dirs: Mapping[tuple[TopicPartition, int], str],
+    timeout_ms: int,
+    out: Printer,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """Kafka's executeMoves: AlterReplicaLogDirs until every replica took its dir; a replica
     not on its new broker yet (REPLICA_NOT_AVAILABLE) is asked again every 100 ms."""
     deadline = time.monotonic() + timeout_ms / 1000
@@ -140,16 +160,26 @@ def execute_moves(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, in
                 try:
                     raise_for_error(code)
                 except KafkaError as e:
-                    raise AdminCommandFailedError(f"Failed to alter dir for {_replica_text(replica)}: {e.message}") from e
+                    raise AdminCommandFailedError(
+                        f"Failed to alter dir for {_replica_text(replica)}: {e.message}"
+                    ) from e
             completed.append(replica)
         if completed:
-            out("Successfully started log directory move{} for: {}".format(
-                "" if len(completed) == 1 else "s", ",".join(map(_replica_text, sorted(completed, key=_replica_key)))))
+            out(
+                "Successfully started log directory move{} for: {}".format(
+                    "" if len(completed) == 1 else "s",
+                    ",".join(map(_replica_text, sorted(completed, key=_replica_key))),
+                )
+            )
         for replica in completed:
             pending.pop(replica, None)
         if pending and time.monotonic() >= deadline:
-            raise TerseReassignmentFailure("Timed out before log directory move{} could be started for: {}".format(
-                "" if len(pending) == 1 else "s", ",".join(map(_replica_text, sorted(pending, key=_replica_key)))))
+            raise TerseReassignmentFailure(
+                "Timed out before log directory move{} could be started for: {}".format(
+                    "" if len(pending) == 1 else "s",
+                    ",".join(map(_replica_text, sorted(pending, key=_replica_key))),
+                )
+            )
         if pending:
             sleep(0.1)
 
@@ -159,11 +189,14 @@ def set_throttles(admin: AdminClient, moves: Mapping[TopicPartition, PartitionMo
     for topic, configs in topic_throttle_configs(moves).items():
         incremental_alter_configs(admin, TOPIC, topic, configs, [])
     for broker in reassigning_brokers(moves):
-        incremental_alter_configs(admin, BROKER, str(broker), dict.fromkeys((LEADER_RATE, FOLLOWER_RATE),
-                                                                            str(throttle)), [])
+        incremental_alter_configs(
+            admin, BROKER, str(broker), dict.fromkeys((LEADER_RATE, FOLLOWER_RATE), str(throttle)), []
+        )
 
 
-def clear_throttles(admin: AdminClient, targets: Mapping[TopicPartition, Sequence[int]], out: Printer) -> None:
+def clear_throttles(
+    admin: AdminClient, targets: Mapping[TopicPartition, Sequence[int]], out: Printer
+) -> None:
     """Kafka's clearAllThrottles: every live broker and every target replica, every topic named."""
     brokers = admin.live_brokers() | {b for replicas in targets.values() for b in replicas}
     topics = {tp.topic for tp in targets}
@@ -176,14 +209,18 @@ def clear_throttles(admin: AdminClient, targets: Mapping[TopicPartition, Sequenc
         incremental_alter_configs(admin, TOPIC, topic, {}, list(TOPIC_THROTTLES))
 
 
-def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False) -> None:
+def verify(
+    admin: AdminClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False
+) -> None:
     parts, log_dirs = parse_reassignment_json(reassignment_json)
     targets = dict(parts)
     ongoing = list_partition_reassignments(admin)
     states: dict[TopicPartition, PartitionState] = {}
     settled = [tp for tp in targets if tp not in ongoing]
     described = admin.describe_topics(sorted({tp.topic for tp in settled})) if settled else {}
-    replicas = {TopicPartition(t, p.partition): p.replicas for t, info in described.items() for p in info.partitions}
+    replicas = {
+        TopicPartition(t, p.partition): p.replicas for t, info in described.items() for p in info.partitions
+    }
     for tp, target in targets.items():
         if tp in ongoing:
             states[tp] = PartitionState(ongoing[tp].replicas, tuple(target), False)
@@ -200,7 +237,9 @@ def verify(admin: AdminClient, reassignment_json: str, out: Printer, preserve_th
         clear_throttles(admin, targets, out)
 
 
-def move_state_lines(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, int], str]) -> tuple[list[str], bool]:
+def move_state_lines(
+    admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition, int], str]
+) -> tuple[list[str], bool]:
     """Kafka's findLogDirMoveStates + replicaMoveStatesToString: each replica's current and
     future dir (DescribeLogDirs) against its target; True when every move is complete."""
     infos = describe_log_dirs(admin, sorted({b for _, b in log_dirs} & admin.live_brokers()))
@@ -217,18 +256,24 @@ def move_state_lines(admin: AdminClient, log_dirs: Mapping[tuple[TopicPartition,
                 current = log_dir
         name = f"{tp.topic}-{tp.partition}"
         if current is None:
-            lines.append(f"Partition {name} is not found in any live log dir on broker {broker}. "
-                         "There is likely an offline log directory on the broker.")
+            lines.append(
+                f"Partition {name} is not found in any live log dir on broker {broker}. "
+                "There is likely an offline log directory on the broker."
+            )
         elif future is None and current == target:
             lines.append(f"Reassignment of replica {_replica_text(replica)} completed successfully.")
             continue
         elif future is None:  # Kafka's CancelledMoveState, which counts as done
-            lines.append(f"Partition {name} on broker {broker} is not being moved from log dir {current} to {target}.")
+            lines.append(
+                f"Partition {name} on broker {broker} is not being moved from log dir {current} to {target}."
+            )
             continue
         elif future == target:
             lines.append(f"Reassignment of replica {_replica_text(replica)} is still in progress.")
         else:
-            lines.append(f"Partition {name} on broker {broker} is being moved to log dir {future} instead of {target}.")
+            lines.append(
+                f"Partition {name} on broker {broker} is being moved to log dir {future} instead of {target}."
+            )
         done = False
     return lines, done
 
@@ -237,14 +282,21 @@ def cancel(admin: AdminClient, reassignment_json: str, out: Printer) -> None:
     parts, _log_dirs = parse_reassignment_json(reassignment_json)
     targets = {tp for tp, _ in parts}
     moving = sorted(
-        (tp for tp, r in list_partition_reassignments(admin, targets).items() if r.adding_replicas or r.removing_replicas),
-        key=sort_key)
+        (
+            tp
+            for tp, r in list_partition_reassignments(admin, targets).items()
+            if r.adding_replicas or r.removing_replicas
+        ),
+        key=sort_key,
+    )
     if moving:
         errors = {tp: e for tp, e in alter_partition_reassignments(admin, dict.fromkeys(moving)).items() if e}
         if errors:
             plural = "" if len(errors) == 1 else "s"
-            raise TerseReassignmentFailure(f"Error cancelling partition reassignment{plural} for:\n" + "\n".join(
-                f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key)))
+            raise TerseReassignmentFailure(
+                f"Error cancelling partition reassignment{plural} for:\n"
+                + "\n".join(f"{tp}: {errors[tp].message}" for tp in sorted(errors, key=sort_key))
+            )
         plural = "" if len(moving) == 1 else "s"
         out(f"Successfully cancelled partition reassignment{plural} for: {','.join(map(str, moving))}")
     else:

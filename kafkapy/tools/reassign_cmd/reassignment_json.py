@@ -24,10 +24,12 @@ ANY_LOG_DIR = "any"
 CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (
     "Cannot execute because there is an existing partition assignment.  Use --additional to override this "
     "and create a new partition assignment in addition to the existing one. The --additional flag can also "
-    "be used to change the throttle by resubmitting the current reassignment.")
+    "be used to change the throttle by resubmitting the current reassignment."
+)
 YOU_MUST_RUN_VERIFY_PERIODICALLY = (
     "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle "
-    "is removed.")
+    "is removed."
+)
 EARLIEST_VERSION = 1
 
 Assignment = dict[TopicPartition, list[int]]
@@ -57,8 +59,12 @@ def sort_key(tp: TopicPartition) -> tuple[str, int]:
 def format_reassignment_json(assignment: Mapping[TopicPartition, Sequence[int]]) -> str:
     """Kafka's formatAsReassignmentJson: compact, partitions sorted by topic then partition."""
     partitions = [
-        {"topic": tp.topic, "partition": tp.partition, "replicas": list(assignment[tp]),
-         "log_dirs": [ANY_LOG_DIR] * len(assignment[tp])}
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "replicas": list(assignment[tp]),
+            "log_dirs": [ANY_LOG_DIR] * len(assignment[tp]),
+        }
         for tp in sorted(assignment, key=sort_key)
     ]
     return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
@@ -78,7 +84,9 @@ def _version(document: Any) -> int:
     return version
 
 
-def parse_reassignment_json(text: str) -> tuple[list[tuple[TopicPartition, list[int]]], dict[tuple[TopicPartition, int], str]]:
+def parse_reassignment_json(
+    text: str,
+) -> tuple[list[tuple[TopicPartition, list[int]]], dict[tuple[TopicPartition, int], str]]:
     """Kafka's parsePartitionReassignmentData: (partition, replicas) in file order, duplicates
     kept for the caller to refuse, and the log dirs other than "any" by (partition, broker)."""
     document = _load(text)
@@ -93,11 +101,16 @@ def parse_reassignment_json(text: str) -> tuple[list[tuple[TopicPartition, list[
         tp = TopicPartition(kj.as_string(kj.field(entry, "topic")), kj.as_int(kj.field(entry, "partition")))
         replicas = [kj.as_int(r) for r in kj.as_array(kj.field(entry, "replicas"))]
         given_dirs = entry.get("log_dirs") if isinstance(entry, dict) else None
-        dirs = [ANY_LOG_DIR] * len(replicas) if given_dirs is None else [kj.as_string(d) for d in kj.as_array(given_dirs)]
+        dirs = (
+            [ANY_LOG_DIR] * len(replicas)
+            if given_dirs is None
+            else [kj.as_string(d) for d in kj.as_array(given_dirs)]
+        )
         if len(replicas) != len(dirs):
             raise AdminCommandFailedError(
                 f"Size of replicas list {scala_list(replicas)} is different from size of log dirs list "
-                f"{scala_list(dirs)} for partition {tp}")
+                f"{scala_list(dirs)} for partition {tp}"
+            )
         parts.append((tp, replicas))
         log_dirs.update({(tp, r): d for r, d in zip(replicas, dirs, strict=True) if d != ANY_LOG_DIR})
     return parts, log_dirs
@@ -114,11 +127,15 @@ def parse_execute_args(text: str) -> tuple[Assignment, dict[tuple[TopicPartition
     duplicate_parts = [tp for tp, n in Counter(tp for tp, _ in parts).items() if n > 1]
     if duplicate_parts:
         raise AdminCommandFailedError(
-            "Partition reassignment contains duplicate topic partitions: " + ",".join(map(str, duplicate_parts)))
+            "Partition reassignment contains duplicate topic partitions: "
+            + ",".join(map(str, duplicate_parts))
+        )
     duplicates = [(tp, [r for r, n in Counter(replicas).items() if n > 1]) for tp, replicas in parts]
     duplicates = [(tp, d) for tp, d in duplicates if d]
     if duplicates:
-        message = ". ".join(f"{tp} contains multiple entries for {','.join(map(str, d))}" for tp, d in duplicates)
+        message = ". ".join(
+            f"{tp} contains multiple entries for {','.join(map(str, d))}" for tp, d in duplicates
+        )
         raise AdminCommandFailedError(f"Partition replica lists may not contain duplicate entries: {message}")
     return dict(parts), log_dirs
 
@@ -142,12 +159,14 @@ def parse_generate_args(topics_json: str, broker_list: str) -> tuple[list[int], 
     duplicate_brokers = [b for b, n in Counter(brokers).items() if n > 1]
     if duplicate_brokers:
         raise AdminCommandFailedError(
-            f"Broker list contains duplicate entries: {','.join(map(str, duplicate_brokers))}")
+            f"Broker list contains duplicate entries: {','.join(map(str, duplicate_brokers))}"
+        )
     topics = parse_topics_json(topics_json)
     duplicate_topics = [t for t, n in Counter(topics).items() if n > 1]
     if duplicate_topics:
         raise AdminCommandFailedError(
-            f"List of topics to reassign contains duplicate entries: {','.join(duplicate_topics)}")
+            f"List of topics to reassign contains duplicate entries: {','.join(duplicate_topics)}"
+        )
     return brokers, topics
 
 
@@ -160,12 +179,16 @@ def check_racks(brokers: Mapping[int, str | None], rack_aware: bool) -> dict[int
     if with_rack and with_rack != len(brokers):
         raise AdminOperationError(
             "Not all brokers have rack information. Add --disable-rack-aware in command line to make "
-            "replica assignment without rack information.")
+            "replica assignment without rack information."
+        )
     return dict(brokers)
 
 
-def calculate_assignment(current: Mapping[TopicPartition, Sequence[int]], brokers: Mapping[int, str | None],
-                         fixed_start_index: int = -1) -> Assignment:
+def calculate_assignment(
+    current: Mapping[TopicPartition, Sequence[int]],
+    brokers: Mapping[int, str | None],
+    fixed_start_index: int = -1,
+) -> Assignment:
     """Kafka's calculateAssignment: each topic placed anew over `brokers` (id -> rack) with its
     partition count and the replication factor of its first partition (assignReplicasToBrokers,
     rack-aware when the brokers have racks)."""
@@ -190,36 +213,52 @@ def status_lines(states: Mapping[TopicPartition, PartitionState]) -> list[str]:
         elif state.current_replicas == state.target_replicas:
             lines.append(f"Reassignment of partition {tp} is complete.")
         else:
-            lines.append(f"There is no active reassignment of partition {tp}, but replica set is "
-                         f"{_csv(state.current_replicas)} rather than {_csv(state.target_replicas)}.")
+            lines.append(
+                f"There is no active reassignment of partition {tp}, but replica set is "
+                f"{_csv(state.current_replicas)} rather than {_csv(state.target_replicas)}."
+            )
     return lines
 
 
 def started_line(partitions: Sequence[TopicPartition]) -> str:
     plural = "" if len(partitions) == 1 else "s"
     return f"Successfully started partition reassignment{plural} for " + ",".join(
-        map(str, sorted(partitions, key=sort_key)))
+        map(str, sorted(partitions, key=sort_key))
+    )
 
 
-def current_assignment_lines(proposed: Mapping[TopicPartition, Sequence[int]],
-                             current: Mapping[TopicPartition, Sequence[int]]) -> list[str]:
+def current_assignment_lines(
+    proposed: Mapping[TopicPartition, Sequence[int]], current: Mapping[TopicPartition, Sequence[int]]
+) -> list[str]:
     """Kafka's currentPartitionReplicaAssignmentToString, one list item per printed line."""
     shown = {tp: r for tp, r in current.items() if tp in proposed}
-    return ["Current partition replica assignment", "", format_reassignment_json(shown), "",
-            "Save this to use as the --reassignment-json-file option during rollback"]
+    return [
+        "Current partition replica assignment",
+        "",
+        format_reassignment_json(shown),
+        "",
+        "Save this to use as the --reassignment-json-file option during rollback",
+    ]
 
 
-def format_generate(current: Mapping[TopicPartition, Sequence[int]],
-                    proposed: Mapping[TopicPartition, Sequence[int]]) -> list[str]:
+def format_generate(
+    current: Mapping[TopicPartition, Sequence[int]], proposed: Mapping[TopicPartition, Sequence[int]]
+) -> list[str]:
     """--generate's output: Kafka prints "...assignment\n<json>\n" then "...configuration\n<json>"."""
-    return ["Current partition replica assignment", format_reassignment_json(current), "",
-            "Proposed partition reassignment configuration", format_reassignment_json(proposed)]
+    return [
+        "Current partition replica assignment",
+        format_reassignment_json(current),
+        "",
+        "Proposed partition reassignment configuration",
+        format_reassignment_json(proposed),
+    ]
 
 
 def missing_topics_error(topics: Sequence[str]) -> AdminCommandFailedError:
     """What Kafka's describeTopics failure prints (the first missing topic)."""
     return AdminCommandFailedError(
-        f"org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic {topics[0]} not found.")
+        f"org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic {topics[0]} not found."
+    )
 
 
 def _csv(values: Sequence[int]) -> str:

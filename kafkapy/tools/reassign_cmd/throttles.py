@@ -71,8 +71,11 @@ def topic_throttle_configs(moves: Mapping[TopicPartition, PartitionMove]) -> dic
     leader, follower = leader_throttles(moves), follower_throttles(moves)
     out: dict[str, dict[str, str]] = {}
     for topic in sorted(leader.keys() | follower.keys()):
-        out[topic] = {k: v for k, v in ((LEADER_REPLICAS, leader.get(topic)), (FOLLOWER_REPLICAS,
-                      follower.get(topic))) if v}
+        out[topic] = {
+            k: v
+            for k, v in ((LEADER_REPLICAS, leader.get(topic)), (FOLLOWER_REPLICAS, follower.get(topic)))
+            if v
+        }
     return out
 
 
@@ -86,5 +89,6 @@ def clearing_lines(brokers: Iterable[int], topics: Iterable[str]) -> list[str]:
     return [
         f"Clearing broker-level throttles on broker{'' if len(broker_list) == 1 else 's'} "
         + ",".join(map(str, broker_list)),
-        f"Clearing topic-level throttles on topic{'' if len(topic_list) == 1 else 's'} " + ",".join(topic_list),
+        f"Clearing topic-level throttles on topic{'' if len(topic_list) == 1 else 's'} "
+        + ",".join(topic_list),
     ]

@@ -66,16 +66,21 @@ def generate(zk: KafkaZkClient, topics_json: str, broker_list: str, rack_aware: 
 def execute(zk: KafkaZkClient, reassignment_json: str, throttle: int, out: Printer) -> None:
     proposed, log_dirs = parse_execute_args(reassignment_json)
     if log_dirs:
-        raise AdminCommandFailedError("bootstrap-server needs to be provided when replica reassignments are present.")
+        raise AdminCommandFailedError(
+            "bootstrap-server needs to be provided when replica reassignments are present."
+        )
     current = zk.get_replica_assignment_for_topics({tp.topic for tp in proposed})
     missing = [tp for tp in proposed if tp not in current]
     if missing:
-        raise AdminCommandFailedError(f"The proposed assignment contains non-existent partitions: {scala_list(missing)}")
+        raise AdminCommandFailedError(
+            f"The proposed assignment contains non-existent partitions: {scala_list(missing)}"
+        )
     live = set(zk.get_sorted_broker_list())
     unknown = sorted({r for replicas in proposed.values() for r in replicas} - live)
     if unknown:
         raise AdminCommandFailedError(
-            f"The proposed assignment contains non-existent brokerIDs: {','.join(map(str, unknown))}")
+            f"The proposed assignment contains non-existent brokerIDs: {','.join(map(str, unknown))}"
+        )
     if zk.reassign_partitions_in_progress():
         raise TerseReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
     for line in current_assignment_lines(proposed, current):
@@ -91,8 +96,13 @@ def execute(zk: KafkaZkClient, reassignment_json: str, throttle: int, out: Print
     out(started_line(list(proposed)))
 
 
-def _change(admin: AdminZkClient, entity_type: str, name: str, to_set: Mapping[str, str],
-            to_delete: Iterable[str] = ()) -> None:
+def _change(
+    admin: AdminZkClient,
+    entity_type: str,
+    name: str,
+    to_set: Mapping[str, str],
+    to_delete: Iterable[str] = (),
+) -> None:
     """Merge into the entity's dynamic configs and notify the brokers (AdminZkClient.changeConfigs)."""
     configs = admin.fetch_entity_config(entity_type, name)
     updated = {k: v for k, v in {**configs, **to_set}.items() if k not in set(to_delete)}
@@ -125,12 +135,18 @@ def clear_throttles(zk: KafkaZkClient, targets: Mapping[TopicPartition, Sequence
 def verify(zk: KafkaZkClient, reassignment_json: str, out: Printer, preserve_throttles: bool = False) -> None:
     parts, log_dirs = parse_reassignment_json(reassignment_json)
     if log_dirs:
-        raise AdminCommandFailedError("bootstrap-server needs to be provided when replica reassignments are present.")
-    out("Warning: because you are using the deprecated --zookeeper option, the results may be incomplete.  "
-        "Use --bootstrap-server instead for more accurate results.")
+        raise AdminCommandFailedError(
+            "bootstrap-server needs to be provided when replica reassignments are present."
+        )
+    out(
+        "Warning: because you are using the deprecated --zookeeper option, the results may be incomplete.  "
+        "Use --bootstrap-server instead for more accurate results."
+    )
     targets = dict(parts)
     in_progress = zk.get_partition_reassignment()
-    current: dict[TopicPartition, list[int]] = zk.get_replica_assignment_for_topics({tp.topic for tp in targets})
+    current: dict[TopicPartition, list[int]] = zk.get_replica_assignment_for_topics(
+        {tp.topic for tp in targets}
+    )
     states = {
         tp: PartitionState(tuple(current.get(tp, ())), tuple(target), tp not in in_progress)
         for tp, target in targets.items()

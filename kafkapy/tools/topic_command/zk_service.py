@@ -53,8 +53,9 @@ class ZookeeperTopicService(TopicService):
 
     @classmethod
     def connect(cls, zk_connect: str, out: Printer, timeout_ms: int = ZK_TIMEOUT_MS) -> ZookeeperTopicService:
-        zk = KafkaZkClient(zk_connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms,
-                           **tool_zk_security())
+        zk = KafkaZkClient(
+            zk_connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms, **tool_zk_security()
+        )
         zk.start()
         return cls(zk, out)
 
@@ -74,7 +75,10 @@ class ZookeeperTopicService(TopicService):
                 # check_args made --partitions and --replication-factor required here.
                 mode = RackAwareMode.ENFORCED if topic.rack_aware else RackAwareMode.DISABLED
                 self.admin.create_topic(
-                    topic.name, topic.partitions or 0, topic.replication_factor or 0, topic.configs_to_add,
+                    topic.name,
+                    topic.partitions or 0,
+                    topic.replication_factor or 0,
+                    topic.configs_to_add,
                     rack_aware_mode=mode,
                 )
         except TopicExistsException:

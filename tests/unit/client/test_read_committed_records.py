@@ -15,7 +15,9 @@ def at(offset: int, batch: bytearray) -> bytes:
 
 
 def txn(pid: int, value: bytes) -> bytearray:
-    return build_batch([(None, value, (), 1)], producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True)
+    return build_batch(
+        [(None, value, (), 1)], producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True
+    )
 
 
 def marker(pid: int, kind: ControlRecordType) -> bytearray:

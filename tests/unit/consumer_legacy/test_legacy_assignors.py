@@ -24,8 +24,12 @@ def ctx(me: str, subscriptions: dict[str, dict[str, int]], partitions: dict[str,
         for topic, ids in threads.items():
             consumers_for_topic.setdefault(topic, []).extend(ids)
     return AssignmentContext(
-        me, per_consumer[me], {t: sorted(ids) for t, ids in consumers_for_topic.items()},
-        {t: list(range(n)) for t, n in partitions.items() if t in consumers_for_topic}, sorted(subscriptions))
+        me,
+        per_consumer[me],
+        {t: sorted(ids) for t, ids in consumers_for_topic.items()},
+        {t: list(range(n)) for t, n in partitions.items() if t in consumers_for_topic},
+        sorted(subscriptions),
+    )
 
 
 def owners(assignment: dict) -> dict[tuple[str, int], str]:
@@ -36,14 +40,31 @@ def test_range_gives_the_first_threads_one_extra_partition_as_kafkas_doc_example
     # Kafka's scaladoc: C1 and C2 with two streams each, five partitions.
     c = ctx(C1, {C1: {"t": 2}, C2: {"t": 2}}, {"t": 5})
     assert owners(range_assign(c)) == {
-        ("t", 0): f"{C1}-0", ("t", 1): f"{C1}-0", ("t", 2): f"{C1}-1", ("t", 3): f"{C2}-0", ("t", 4): f"{C2}-1"}
+        ("t", 0): f"{C1}-0",
+        ("t", 1): f"{C1}-0",
+        ("t", 2): f"{C1}-1",
+        ("t", 3): f"{C2}-0",
+        ("t", 4): f"{C2}-1",
+    }
 
 
 def test_range_orders_threads_as_strings_so_ten_sorts_before_two() -> None:
     c = ctx(C1, {C1: {"t": 12}}, {"t": 12})
     got = owners(range_assign(c))
     assert [got[("t", p)].rsplit("-", 1)[1] for p in range(12)] == [
-        "0", "1", "10", "11", "2", "3", "4", "5", "6", "7", "8", "9"]
+        "0",
+        "1",
+        "10",
+        "11",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7",
+        "8",
+        "9",
+    ]
 
 
 def test_range_leaves_threads_beyond_the_partition_count_idle_and_lists_every_consumer() -> None:
@@ -71,7 +92,12 @@ def test_roundrobin_deals_partitions_in_hash_order_across_all_threads() -> None:
     c = ctx(C1, {C1: {"a": 1, "b": 1}, C2: {"a": 1, "b": 1}}, {"a": 3, "b": 2})
     # "[a,p]" hashes sort before "[b,p]" (they differ by 31^3 in the second character).
     assert owners(roundrobin_assign(c)) == {
-        ("a", 0): f"{C1}-0", ("a", 1): f"{C2}-0", ("a", 2): f"{C1}-0", ("b", 0): f"{C2}-0", ("b", 1): f"{C1}-0"}
+        ("a", 0): f"{C1}-0",
+        ("a", 1): f"{C2}-0",
+        ("a", 2): f"{C1}-0",
+        ("b", 0): f"{C2}-0",
+        ("b", 1): f"{C1}-0",
+    }
 
 
 def test_roundrobin_skips_threads_not_subscribed_to_the_topic() -> None:
@@ -96,4 +122,8 @@ def test_strategy_names_pick_the_assignor() -> None:
     assert assign("roundrobin", c) == roundrobin_assign(c)
     assert assign("range", c) == range_assign(c)
     assert owners(assign("roundrobin", c)) == {
-        ("t", 0): f"{C1}-0", ("t", 1): f"{C1}-1", ("t", 2): f"{C1}-0", ("t", 3): f"{C1}-1"}
+        ("t", 0): f"{C1}-0",
+        ("t", 1): f"{C1}-1",
+        ("t", 2): f"{C1}-0",
+        ("t", 3): f"{C1}-1",
+    }

@@ -10,7 +10,9 @@ from kafkapy.protocol.errors import CorruptRecordException
 from kafkapy.protocol.record_batch import CompressionType, read_header, validate_records
 from kafkapy.protocol.record_codec import build_batch, compress_batch, decode_batch_records
 
-BATCH = build_batch([(b"k%d" % i, b"value-%d" % i * 10, [("h", b"x")], 1_000 + i) for i in range(20)], base_offset=40)
+BATCH = build_batch(
+    [(b"k%d" % i, b"value-%d" % i * 10, [("h", b"x")], 1_000 + i) for i in range(20)], base_offset=40
+)
 
 
 @pytest.mark.parametrize("codec", list(CompressionType))

@@ -54,8 +54,18 @@ def test_thread_ids_print_and_sort_as_kafka_strings() -> None:
 def test_static_registration_json_is_kafkas() -> None:
     reg = TopicCount.static("c", {"t": 2}).registration(timestamp=1234)
     data = ConsumerIdZNode.encode(reg)
-    assert json.loads(data) == {"version": 1, "subscription": {"t": 2}, "pattern": "static", "timestamp": "1234"}
-    assert data.index(b'"version"') < data.index(b'"subscription"') < data.index(b'"pattern"') < data.index(b'"timestamp"')
+    assert json.loads(data) == {
+        "version": 1,
+        "subscription": {"t": 2},
+        "pattern": "static",
+        "timestamp": "1234",
+    }
+    assert (
+        data.index(b'"version"')
+        < data.index(b'"subscription"')
+        < data.index(b'"pattern"')
+        < data.index(b'"timestamp"')
+    )
 
 
 def test_wildcard_registration_round_trips_through_the_znode() -> None:
@@ -70,23 +80,54 @@ def test_wildcard_registration_round_trips_through_the_znode() -> None:
 
 def test_config_defaults_and_names_are_kafkas() -> None:
     cfg = ConsumerConfig.from_props({"group.id": "g", "zookeeper.connect": "zk:2181"})
-    assert (cfg.auto_commit_enable, cfg.auto_commit_interval_ms, cfg.queued_max_message_chunks) == (True, 60000, 2)
-    assert (cfg.rebalance_max_retries, cfg.effective_rebalance_backoff_ms, cfg.auto_offset_reset) == (4, 2000, "largest")
+    assert (cfg.auto_commit_enable, cfg.auto_commit_interval_ms, cfg.queued_max_message_chunks) == (
+        True,
+        60000,
+        2,
+    )
+    assert (cfg.rebalance_max_retries, cfg.effective_rebalance_backoff_ms, cfg.auto_offset_reset) == (
+        4,
+        2000,
+        "largest",
+    )
     assert (cfg.fetch_message_max_bytes, cfg.consumer_timeout_ms, cfg.partition_assignment_strategy) == (
-        1024 * 1024, -1, "range")
+        1024 * 1024,
+        -1,
+        "range",
+    )
     assert cfg.effective_client_id == "g"
-    cfg = ConsumerConfig.from_props({"group.id": "g", "zookeeper.connect": "zk", "auto.commit.enable": "false",
-                                     "rebalance.backoff.ms": "50", "consumer.timeout.ms": "10"})
-    assert (cfg.auto_commit_enable, cfg.effective_rebalance_backoff_ms, cfg.consumer_timeout_ms) == (False, 50, 10)
+    cfg = ConsumerConfig.from_props(
+        {
+            "group.id": "g",
+            "zookeeper.connect": "zk",
+            "auto.commit.enable": "false",
+            "rebalance.backoff.ms": "50",
+            "consumer.timeout.ms": "10",
+        }
+    )
+    assert (cfg.auto_commit_enable, cfg.effective_rebalance_backoff_ms, cfg.consumer_timeout_ms) == (
+        False,
+        50,
+        10,
+    )
 
 
-@pytest.mark.parametrize("props, message", [
-    ({"zookeeper.connect": "zk"}, "group.id"),
-    ({"group.id": "g", "zookeeper.connect": "zk", "auto.offset.reset": "earliest"}, "Valid values are smallest"),
-    ({"group.id": "g", "zookeeper.connect": "zk", "partition.assignment.strategy": "sticky"}, "'roundrobin'"),
-    ({"group.id": "g", "zookeeper.connect": "zk", "fetch.wait.max.ms": "40000"}, "socket.timeout.ms"),
-    ({"group.id": "g", "zookeeper.connect": "zk", "auto.commit.enable": "yes"}, "true or false"),
-])
+@pytest.mark.parametrize(
+    "props, message",
+    [
+        ({"zookeeper.connect": "zk"}, "group.id"),
+        (
+            {"group.id": "g", "zookeeper.connect": "zk", "auto.offset.reset": "earliest"},
+            "Valid values are smallest",
+        ),
+        (
+            {"group.id": "g", "zookeeper.connect": "zk", "partition.assignment.strategy": "sticky"},
+            "'roundrobin'",
+        ),
+        ({"group.id": "g", "zookeeper.connect": "zk", "fetch.wait.max.ms": "40000"}, "socket.timeout.ms"),
+        ({"group.id": "g", "zookeeper.connect": "zk", "auto.commit.enable": "yes"}, "true or false"),
+    ],
+)
 def test_bad_configs_are_refused_with_kafkas_messages(props: dict, message: str) -> None:
     with pytest.raises(InvalidConfigException, match=message):
         ConsumerConfig.from_props(props)

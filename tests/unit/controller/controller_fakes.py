@@ -23,7 +23,9 @@ from kafkapy.zk.cluster_znodes import BrokerInfo, EndPoint
 
 
 def broker(broker_id: int, port: int | None = None, rack: str | None = None) -> BrokerInfo:
-    return BrokerInfo(broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", port or 9090 + broker_id, "PLAINTEXT"),), rack)
+    return BrokerInfo(
+        broker_id, (EndPoint("PLAINTEXT", "127.0.0.1", port or 9090 + broker_id, "PLAINTEXT"),), rack
+    )
 
 
 class FakeZk:
@@ -52,8 +54,12 @@ class FakeZk:
 
     # --- helpers for tests ---
 
-    def add_topic(self, topic: str, assignment: dict[int, list[int]], topic_id: str | None = "AAAAAAAAAAAAAAAAAAAAAQ") -> None:
-        self.topics[topic] = TopicAssignment(topic_id, {p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()})
+    def add_topic(
+        self, topic: str, assignment: dict[int, list[int]], topic_id: str | None = "AAAAAAAAAAAAAAAAAAAAAQ"
+    ) -> None:
+        self.topics[topic] = TopicAssignment(
+            topic_id, {p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}
+        )
         self.fire_children("/brokers/topics")
 
     def fire(self, path: str, deleted: bool = False) -> None:
@@ -95,18 +101,26 @@ class FakeZk:
     def get_replica_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
         return {t: self.topics[t] for t in topics if t in self.topics}
 
-    def set_topic_id(self, topic: str, topic_id: str, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+    def set_topic_id(
+        self, topic: str, topic_id: str, assignment: TopicAssignment, epoch_zk_version: int
+    ) -> None:
         self.topics[topic] = TopicAssignment(topic_id, assignment.partitions)
 
     def get_unclean_leader_election_enabled(self, topics: Iterable[str], default: bool) -> dict[str, bool]:
-        return {t: self.topic_configs.get(t, {}).get("unclean.leader.election.enable", str(default).lower()) == "true"
-                for t in topics}
+        return {
+            t: self.topic_configs.get(t, {}).get("unclean.leader.election.enable", str(default).lower())
+            == "true"
+            for t in topics
+        }
 
-    def get_partition_states(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    def get_partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         return {tp: self.states[tp] for tp in partitions if tp in self.states}
 
-    def create_partition_states(self, states: dict[TopicPartition, LeaderIsrAndControllerEpoch],
-                                epoch_zk_version: int) -> dict[TopicPartition, Exception | None]:
+    def create_partition_states(
+        self, states: dict[TopicPartition, LeaderIsrAndControllerEpoch], epoch_zk_version: int
+    ) -> dict[TopicPartition, Exception | None]:
         self._fence(epoch_zk_version)
         result: dict[TopicPartition, Exception | None] = {}
         for tp, state in states.items():
@@ -117,8 +131,9 @@ class FakeZk:
                 result[tp] = None
         return result
 
-    def update_leader_and_isr(self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int,
-                              epoch_zk_version: int) -> UpdateLeaderAndIsrResult:
+    def update_leader_and_isr(
+        self, states: dict[TopicPartition, LeaderAndIsr], controller_epoch: int, epoch_zk_version: int
+    ) -> UpdateLeaderAndIsrResult:
         self._fence(epoch_zk_version)
         ok: dict[TopicPartition, LeaderAndIsr] = {}
         retry: list[TopicPartition] = []
@@ -129,7 +144,9 @@ class FakeZk:
                 self.conflict_once.discard(tp)
                 assert current is not None
                 cur = current.leader_and_isr
-                self.states[tp] = LeaderIsrAndControllerEpoch(cur.with_zk_version(cur.zk_version + 1), current.controller_epoch)
+                self.states[tp] = LeaderIsrAndControllerEpoch(
+                    cur.with_zk_version(cur.zk_version + 1), current.controller_epoch
+                )
                 retry.append(tp)
                 continue
             if current is None or current.leader_and_isr.zk_version != lai.zk_version:
@@ -157,10 +174,14 @@ class FakeZk:
     def get_isr_change_notifications(self) -> list[str]:
         return sorted(self.isr_notifications)
 
-    def get_partitions_from_isr_change_notifications(self, sequence_numbers: list[str]) -> set[TopicPartition]:
+    def get_partitions_from_isr_change_notifications(
+        self, sequence_numbers: list[str]
+    ) -> set[TopicPartition]:
         return set().union(*(self.isr_notifications.get(s, set()) for s in sequence_numbers))
 
-    def delete_isr_change_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+    def delete_isr_change_notifications(
+        self, sequence_numbers: list[str] | None, epoch_zk_version: int
+    ) -> None:
         for s in list(self.isr_notifications) if sequence_numbers is None else sequence_numbers:
             self.isr_notifications.pop(s, None)
 
@@ -170,7 +191,9 @@ class FakeZk:
     def get_broker_ids_from_log_dir_events(self, sequence_numbers: list[str]) -> list[int]:
         return sorted({self.log_dir_events[s] for s in sequence_numbers if s in self.log_dir_events})
 
-    def delete_log_dir_event_notifications(self, sequence_numbers: list[str] | None, epoch_zk_version: int) -> None:
+    def delete_log_dir_event_notifications(
+        self, sequence_numbers: list[str] | None, epoch_zk_version: int
+    ) -> None:
         for s in list(self.log_dir_events) if sequence_numbers is None else sequence_numbers:
             self.log_dir_events.pop(s, None)
 
@@ -187,7 +210,9 @@ class FakeZk:
     def get_partition_reassignment(self) -> dict[TopicPartition, list[int]] | None:
         return None if self.reassignment is None else dict(self.reassignment)
 
-    def set_partition_reassignment(self, reassignment: dict[TopicPartition, list[int]], epoch_zk_version: int) -> None:
+    def set_partition_reassignment(
+        self, reassignment: dict[TopicPartition, list[int]], epoch_zk_version: int
+    ) -> None:
         self._fence(epoch_zk_version)
         self.reassignment = {tp: list(r) for tp, r in reassignment.items()}
 
@@ -199,14 +224,17 @@ class FakeZk:
         """What a leader's ISR expansion does: a new ISR, same epoch, next zk version; fires the watch."""
         cur = self.states[tp]
         lai = cur.leader_and_isr
-        self.states[tp] = LeaderIsrAndControllerEpoch(lai.new_isr(isr).with_zk_version(lai.zk_version + 1),
-                                                      cur.controller_epoch)
+        self.states[tp] = LeaderIsrAndControllerEpoch(
+            lai.new_isr(isr).with_zk_version(lai.zk_version + 1), cur.controller_epoch
+        )
         self.fire(f"/brokers/topics/{tp.topic}/partitions/{tp.partition}/state")
 
     def watch_children(self, path: str, callback: Callable[[], None]) -> None:
         self.watches[path] = (callback, None)
 
-    def watch_node(self, path: str, callback: Callable[[], None], on_delete: Callable[[], None] | None = None) -> bool:
+    def watch_node(
+        self, path: str, callback: Callable[[], None], on_delete: Callable[[], None] | None = None
+    ) -> bool:
         self.watches[path] = (callback, on_delete)
         return self.reassignment is not None if path == "/admin/reassign_partitions" else True
 
@@ -229,12 +257,20 @@ class Recorder:
     def __init__(self) -> None:
         self.sent: list[Sent] = []
 
-    def __call__(self, broker_id: int, api_key: int, version: int, body: ControllerRequest,
-                 callback: Callable[[Message], None] | None) -> None:
+    def __call__(
+        self,
+        broker_id: int,
+        api_key: int,
+        version: int,
+        body: ControllerRequest,
+        callback: Callable[[Message], None] | None,
+    ) -> None:
         self.sent.append(Sent(broker_id, api_key, version, body, callback))
 
     def of(self, api_key: int, broker_id: int | None = None) -> list[Sent]:
-        return [s for s in self.sent if s.api_key == api_key and (broker_id is None or s.broker_id == broker_id)]
+        return [
+            s for s in self.sent if s.api_key == api_key and (broker_id is None or s.broker_id == broker_id)
+        ]
 
     def clear(self) -> None:
         self.sent.clear()
@@ -248,15 +284,24 @@ def make_context(live: Iterable[int], epoch: int = 1) -> ControllerContext:
     return ctx
 
 
-def make_batch(ctx: ControllerContext, controller_id: int = 0) -> tuple[ControllerBrokerRequestBatch, Recorder, list[Any]]:
+def make_batch(
+    ctx: ControllerContext, controller_id: int = 0
+) -> tuple[ControllerBrokerRequestBatch, Recorder, list[Any]]:
     recorder = Recorder()
     events: list[Any] = []
     return ControllerBrokerRequestBatch(controller_id, ctx, recorder, events.append), recorder, events
 
 
-def assign(ctx: ControllerContext, topic: str, assignment: dict[int, list[int]], topic_id: str = "AAAAAAAAAAAAAAAAAAAAAQ") -> list[TopicPartition]:
+def assign(
+    ctx: ControllerContext,
+    topic: str,
+    assignment: dict[int, list[int]],
+    topic_id: str = "AAAAAAAAAAAAAAAAAAAAAQ",
+) -> list[TopicPartition]:
     ctx.all_topics.add(topic)
     ctx.topic_ids[topic] = topic_id
     for p, replicas in assignment.items():
-        ctx.update_partition_full_replica_assignment(TopicPartition(topic, p), ReplicaAssignment(tuple(replicas)))
+        ctx.update_partition_full_replica_assignment(
+            TopicPartition(topic, p), ReplicaAssignment(tuple(replicas))
+        )
     return [TopicPartition(topic, p) for p in sorted(assignment)]

@@ -7,16 +7,30 @@ TP = TopicPartition("t", 0)
 
 
 def test_offline_election_picks_first_live_isr_replica_in_assignment_order():
-    assert el.offline_partition_leader_election([1, 2, 3], isr=[3, 2], live_replicas={2, 3}, unclean_enabled=False) == 2
+    assert (
+        el.offline_partition_leader_election(
+            [1, 2, 3], isr=[3, 2], live_replicas={2, 3}, unclean_enabled=False
+        )
+        == 2
+    )
 
 
 def test_offline_election_without_live_isr_fails_unless_unclean_allowed():
-    assert el.offline_partition_leader_election([1, 2, 3], isr=[1], live_replicas={2, 3}, unclean_enabled=False) is None
-    assert el.offline_partition_leader_election([1, 2, 3], isr=[1], live_replicas={3, 2}, unclean_enabled=True) == 2
+    assert (
+        el.offline_partition_leader_election([1, 2, 3], isr=[1], live_replicas={2, 3}, unclean_enabled=False)
+        is None
+    )
+    assert (
+        el.offline_partition_leader_election([1, 2, 3], isr=[1], live_replicas={3, 2}, unclean_enabled=True)
+        == 2
+    )
 
 
 def test_offline_election_with_nothing_live_fails_even_when_unclean():
-    assert el.offline_partition_leader_election([1, 2], isr=[1], live_replicas=set(), unclean_enabled=True) is None
+    assert (
+        el.offline_partition_leader_election([1, 2], isr=[1], live_replicas=set(), unclean_enabled=True)
+        is None
+    )
 
 
 def test_reassign_election_uses_target_replicas_order():
@@ -50,7 +64,9 @@ def test_leader_for_offline_unclean_leader_starts_a_new_isr_alone():
 
 
 def test_leader_for_offline_without_candidate_has_no_state_but_lists_live_replicas():
-    result = el.leader_for_offline(TP, LeaderAndIsr(1, 0, (1,)), [1, 2], lambda r: r == 2, unclean_enabled=False)
+    result = el.leader_for_offline(
+        TP, LeaderAndIsr(1, 0, (1,)), [1, 2], lambda r: r == 2, unclean_enabled=False
+    )
     assert result.leader_and_isr is None
     assert result.recipients == (2,)
 

@@ -36,9 +36,16 @@ class FakeBrokers:
                 with brokers.lock:
                     brokers.received.append((port - 9090, api_key, body))
                 if api_key == STOP_REPLICA:
-                    return StopReplicaResponse(error_code=0, partition_errors=[
-                        StopReplicaPartitionError(topic_name=t.topic_name, partition_index=p.partition_index)
-                        for t in body.topic_states for p in t.partition_states])
+                    return StopReplicaResponse(
+                        error_code=0,
+                        partition_errors=[
+                            StopReplicaPartitionError(
+                                topic_name=t.topic_name, partition_index=p.partition_index
+                            )
+                            for t in body.topic_states
+                            for p in t.partition_states
+                        ],
+                    )
                 return LeaderAndIsrResponse(error_code=0)
 
             def close(self):
@@ -48,7 +55,9 @@ class FakeBrokers:
 
     def of(self, api_key, broker_id=None):
         with self.lock:
-            return [b for (bid, k, b) in self.received if k == api_key and (broker_id is None or bid == broker_id)]
+            return [
+                b for (bid, k, b) in self.received if k == api_key and (broker_id is None or bid == broker_id)
+            ]
 
     def clear(self):
         with self.lock:
@@ -112,7 +121,9 @@ def test_new_topic_gets_leaders_in_zk_and_leader_and_isr_to_replicas(cluster):
     assert zk.states[TopicPartition("t", 0)].leader_and_isr == LeaderAndIsr(1, 0, (1, 2), 0)
     assert zk.states[TopicPartition("t", 1)].leader_and_isr == LeaderAndIsr(2, 0, (2, 0), 0)
     wait_until(lambda: net.of(LEADER_AND_ISR, 1) and net.of(LEADER_AND_ISR, 2) and net.of(LEADER_AND_ISR, 0))
-    partitions = [p for body in net.of(LEADER_AND_ISR, 2) for t in body.topic_states for p in t.partition_states]
+    partitions = [
+        p for body in net.of(LEADER_AND_ISR, 2) for t in body.topic_states for p in t.partition_states
+    ]
     assert {p.partition_index for p in partitions} == {0, 1}
 
 
@@ -153,7 +164,13 @@ def test_topic_deletion_stops_replicas_and_removes_the_topic(cluster):
     zk.fire_children("/admin/delete_topics")
     wait_until(lambda: "t" in zk.deleted_topics)
     settle(c)
-    stops = [p for b in (1, 2) for body in net.of(STOP_REPLICA, b) for t in body.topic_states for p in t.partition_states]
+    stops = [
+        p
+        for b in (1, 2)
+        for body in net.of(STOP_REPLICA, b)
+        for t in body.topic_states
+        for p in t.partition_states
+    ]
     assert any(p.delete_partition for p in stops)
     assert "t" not in c.context.all_topics and not c.context.replica_states
 
@@ -224,8 +241,14 @@ def test_isr_change_notification_refreshes_cache_and_sends_update_metadata(clust
     settle(c)
     assert c.context.partition_leadership_info[tp].leader_and_isr.isr == (1,)
     assert zk.isr_notifications == {}
-    wait_until(lambda: any(p.isr == [1] for body in net.of(UPDATE_METADATA, 2)
-                           for t in body.topic_states for p in t.partition_states))
+    wait_until(
+        lambda: any(
+            p.isr == [1]
+            for body in net.of(UPDATE_METADATA, 2)
+            for t in body.topic_states
+            for p in t.partition_states
+        )
+    )
 
 
 def test_controller_failover_to_the_other_broker(cluster):
@@ -274,8 +297,14 @@ def test_bounced_broker_is_failed_over_then_restarted(cluster):
     settle(c)
     assert zk.states[TopicPartition("t", 0)].leader_and_isr.leader == 2
     assert c.context.live_broker_epochs[1] == 999
-    wait_until(lambda: any(p.leader == 2 for body in net.of(LEADER_AND_ISR, 1)
-                           for t in body.topic_states for p in t.partition_states))
+    wait_until(
+        lambda: any(
+            p.leader == 2
+            for body in net.of(LEADER_AND_ISR, 1)
+            for t in body.topic_states
+            for p in t.partition_states
+        )
+    )
 
 
 def test_a_log_dir_event_moves_leadership_off_the_replicas_a_broker_reports_offline(cluster):
@@ -298,13 +327,22 @@ def test_a_log_dir_event_moves_leadership_off_the_replicas_a_broker_reports_offl
         def send_with_offline_dir(api_key, version, body):
             response = send(api_key, version, body)
             if api_key == LEADER_AND_ISR:
-                response = LeaderAndIsrResponse(error_code=0, topics=[
-                    LeaderAndIsrTopicError(topic_id=t.topic_id, partition_errors=[
-                        LeaderAndIsrPartitionError(
-                            partition_index=p.partition_index,
-                            error_code=56 if (t.topic_name, p.partition_index) == ("t", 0) else 0)
-                        for p in t.partition_states])
-                    for t in body.topic_states])
+                response = LeaderAndIsrResponse(
+                    error_code=0,
+                    topics=[
+                        LeaderAndIsrTopicError(
+                            topic_id=t.topic_id,
+                            partition_errors=[
+                                LeaderAndIsrPartitionError(
+                                    partition_index=p.partition_index,
+                                    error_code=56 if (t.topic_name, p.partition_index) == ("t", 0) else 0,
+                                )
+                                for p in t.partition_states
+                            ],
+                        )
+                        for t in body.topic_states
+                    ],
+                )
             return response
 
         conn.send = send_with_offline_dir

@@ -40,7 +40,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def visit(node: str) -> list[str] | None:
         if node in visiting:
-            return visiting[visiting.index(node):] + [node]
+            return visiting[visiting.index(node) :] + [node]
         if node in done:
             return None
         visiting.append(node)

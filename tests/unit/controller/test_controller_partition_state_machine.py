@@ -94,7 +94,9 @@ def test_offline_election_without_live_isr_respects_the_topic_unclean_config():
     assert isinstance(psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.OFFLINE)[tp], Exception)
     assert ctx.partition_states[tp] is P.OFFLINE
     zk.topic_configs["t"] = {"unclean.leader.election.enable": "true"}
-    assert psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.OFFLINE)[tp] == LeaderAndIsr(1, 1, (1,), 1)
+    assert psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.OFFLINE)[tp] == LeaderAndIsr(
+        1, 1, (1,), 1
+    )
 
 
 def test_election_aborts_when_another_controller_wrote_the_state():
@@ -110,7 +112,9 @@ def test_preferred_election_moves_leadership_back_to_the_first_replica():
     ctx, zk, psm, rec = setup()
     [tp] = assign(ctx, "t", {0: [0, 1]})
     _online(ctx, zk, tp, LeaderAndIsr(1, 2, (1, 0), 3))
-    assert psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.PREFERRED)[tp] == LeaderAndIsr(0, 3, (1, 0), 4)
+    assert psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.PREFERRED)[tp] == LeaderAndIsr(
+        0, 3, (1, 0), 4
+    )
 
 
 def test_controlled_shutdown_election_avoids_and_drops_the_shutting_down_broker():

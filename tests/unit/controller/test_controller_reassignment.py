@@ -20,8 +20,13 @@ REASSIGN = "/admin/reassign_partitions"
 
 
 def stops(net, broker_id, delete):
-    return [p for body in net.of(STOP_REPLICA, broker_id) for t in body.topic_states
-            for p in t.partition_states if p.delete_partition == delete]
+    return [
+        p
+        for body in net.of(STOP_REPLICA, broker_id)
+        for t in body.topic_states
+        for p in t.partition_states
+        if p.delete_partition == delete
+    ]
 
 
 @pytest.mark.timeout(30)
@@ -38,9 +43,14 @@ def test_zk_reassignment_moves_replicas_once_the_target_is_in_sync(cluster):  # 
     assert zk.topics["t"].partitions[0] == ReplicaAssignment((1, 2, 0), (2,), (0,))
     assert zk.states[T0].leader_and_isr.leader_epoch == epoch_before + 1
     assert T0 in c.context.partitions_being_reassigned
-    wait_until(lambda: any(p.is_new and p.replicas == [1, 2, 0]
-                           for body in net.of(LEADER_AND_ISR, 2) for t in body.topic_states
-                           for p in t.partition_states))
+    wait_until(
+        lambda: any(
+            p.is_new and p.replicas == [1, 2, 0]
+            for body in net.of(LEADER_AND_ISR, 2)
+            for t in body.topic_states
+            for p in t.partition_states
+        )
+    )
     assert zk.reassignment == {T0: [1, 2]}
     # Replica 2 catches up: the leader (0) adds it to the ISR.
     zk.set_isr(T0, (0, 1, 2))
@@ -77,9 +87,13 @@ def test_api_refusals_and_cancellation(cluster):  # noqa: F811
     zk.add_topic("t", {0: [0, 1], 1: [0, 1]})
     settle(c)
     missing = TopicPartition("t", 9)
-    results = c.alter_partition_reassignments({
-        T0: (1, 7), TopicPartition("t", 1): None, missing: (0, 1),
-    }).result(5)
+    results = c.alter_partition_reassignments(
+        {
+            T0: (1, 7),
+            TopicPartition("t", 1): None,
+            missing: (0, 1),
+        }
+    ).result(5)
     assert isinstance(results[T0], InvalidReplicaAssignmentException)
     assert isinstance(results[TopicPartition("t", 1)], NoReassignmentInProgressException)
     assert isinstance(results[missing], UnknownTopicOrPartitionException)

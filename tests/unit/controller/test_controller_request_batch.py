@@ -48,7 +48,9 @@ def test_leader_and_isr_request_per_broker_with_live_leaders_and_topic_id():
     state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 4, (1, 0), 9), 3)
     ctx.partition_leadership_info[tp] = state
     batch.new_batch()
-    batch.add_leader_and_isr_request_for_brokers([1, 0, -1], tp, state, ReplicaAssignment((1, 0), (), ()), is_new=True)
+    batch.add_leader_and_isr_request_for_brokers(
+        [1, 0, -1], tp, state, ReplicaAssignment((1, 0), (), ()), is_new=True
+    )
     batch.send_requests_to_brokers(controller_epoch=5)
     lisr = rec.of(LEADER_AND_ISR)
     assert sorted(s.broker_id for s in lisr) == [0, 1]
@@ -57,7 +59,14 @@ def test_leader_and_isr_request_per_broker_with_live_leaders_and_topic_id():
     [topic] = req.topic_states
     assert topic.topic_name == "t" and topic.topic_id == uuid.UUID(int=1)
     [p] = topic.partition_states
-    assert (p.partition_index, p.controller_epoch, p.leader, p.leader_epoch, list(p.isr), p.partition_epoch) == (0, 3, 1, 4, [1, 0], 9)
+    assert (
+        p.partition_index,
+        p.controller_epoch,
+        p.leader,
+        p.leader_epoch,
+        list(p.isr),
+        p.partition_epoch,
+    ) == (0, 3, 1, 4, [1, 0], 9)
     assert list(p.replicas) == [1, 0] and p.is_new is True
     assert [(ll.broker_id, ll.host_name, ll.port) for ll in req.live_leaders] == [(1, "127.0.0.1", 19092)]
     # Every LeaderAndIsr change is also announced to all live brokers.
@@ -76,8 +85,10 @@ def test_update_metadata_carries_live_brokers_endpoints_racks_and_offline_replic
     assert sorted(s.broker_id for s in rec.of(UPDATE_METADATA)) == [0, 1]  # 5 is not live
     req = roundtrip(rec.of(UPDATE_METADATA, 1)[0])
     assert req.broker_epoch == 101
-    assert [(b.id, b.rack, [(e.host, e.port, e.listener, e.security_protocol) for e in b.endpoints])
-            for b in req.live_brokers] == [
+    assert [
+        (b.id, b.rack, [(e.host, e.port, e.listener, e.security_protocol) for e in b.endpoints])
+        for b in req.live_brokers
+    ] == [
         (0, None, [("127.0.0.1", 9090, "PLAINTEXT", 0)]),
         (1, "r1", [("127.0.0.1", 9091, "PLAINTEXT", 0)]),
     ]
@@ -120,13 +131,21 @@ def test_stop_replica_merges_delete_flags_and_uses_the_deletion_epoch():
     batch.send_requests_to_brokers(1)
     [sent] = rec.of(STOP_REPLICA)
     req = roundtrip(sent)
-    states = {p.partition_index: (p.leader_epoch, p.delete_partition) for p in req.topic_states[0].partition_states}
+    states = {
+        p.partition_index: (p.leader_epoch, p.delete_partition) for p in req.topic_states[0].partition_states
+    }
     assert states == {0: (6, True), 1: (-1, False)}
     # The response becomes a controller event about the deleted partitions only: a plain stop
     # must not count as a deletion.
-    sent.callback(StopReplicaResponse(error_code=0, partition_errors=[
-        StopReplicaPartitionError(topic_name="t", partition_index=0, error_code=0),
-        StopReplicaPartitionError(topic_name="t", partition_index=1, error_code=56)]))
+    sent.callback(
+        StopReplicaResponse(
+            error_code=0,
+            partition_errors=[
+                StopReplicaPartitionError(topic_name="t", partition_index=0, error_code=0),
+                StopReplicaPartitionError(topic_name="t", partition_index=1, error_code=56),
+            ],
+        )
+    )
     assert events == [ev.TopicDeletionStopReplicaResponseReceived(0, 0, {a: 0})]
 
 
@@ -177,7 +196,15 @@ def test_leader_and_isr_response_errors_become_an_event_keyed_by_topic_name():
     batch.new_batch()
     batch.add_leader_and_isr_request_for_brokers([0], tp, state, ReplicaAssignment((0,)), is_new=False)
     batch.send_requests_to_brokers(1)
-    rec.of(LEADER_AND_ISR)[0].callback(LeaderAndIsrResponse(error_code=0, topics=[
-        LeaderAndIsrTopicError(topic_id=uuid.UUID(int=1), partition_errors=[
-            LeaderAndIsrPartitionError(partition_index=0, error_code=56)])]))
+    rec.of(LEADER_AND_ISR)[0].callback(
+        LeaderAndIsrResponse(
+            error_code=0,
+            topics=[
+                LeaderAndIsrTopicError(
+                    topic_id=uuid.UUID(int=1),
+                    partition_errors=[LeaderAndIsrPartitionError(partition_index=0, error_code=56)],
+                )
+            ],
+        )
+    )
     assert events == [ev.LeaderAndIsrResponseReceived(0, 0, {TopicPartition("t", 0): 56})]

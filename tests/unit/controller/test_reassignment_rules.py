@@ -56,11 +56,16 @@ def test_validation_refuses_as_kafka_does():
     assert isinstance(empty, InvalidReplicaAssignmentException)
     assert empty.message == "Empty replica list specified in partition reassignment."
     assert validate_replicas(current, [1, 1], live).message == (
-        "Duplicate replica ids in partition reassignment replica list: List(1, 1)")
-    assert validate_replicas(current, [1, -1], live).message == "Invalid broker id in replica list: List(1, -1)"
+        "Duplicate replica ids in partition reassignment replica list: List(1, 1)"
+    )
+    assert (
+        validate_replicas(current, [1, -1], live).message == "Invalid broker id in replica list: List(1, -1)"
+    )
     dead = validate_replicas(current, [1, 5], live)
-    assert dead.message == ("Replica assignment has brokers that are not alive. Replica list: List(5), "
-                            "live broker list: Set(0, 1, 2)")
+    assert dead.message == (
+        "Replica assignment has brokers that are not alive. Replica list: List(5), "
+        "live broker list: Set(0, 1, 2)"
+    )
     assert validate_replicas(current, [2, 1], live) is None
 
 

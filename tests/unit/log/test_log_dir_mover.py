@@ -108,7 +108,9 @@ def test_a_deleted_replica_abandons_its_move(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(30)
-def test_the_copy_waits_while_over_the_alter_log_dirs_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_copy_waits_while_over_the_alter_log_dirs_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kafkapy.server import log_dir_mover
     from kafkapy.server.replication_quota import UNBOUNDED, ReplicationQuotaManager
 

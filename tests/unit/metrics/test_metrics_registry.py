@@ -92,7 +92,9 @@ class FakePartition:
     isr: frozenset[int]
     assignment: tuple[int, ...]
     local_broker_id: int = 0
-    log: object = field(default_factory=lambda: SimpleNamespace(config=SimpleNamespace(min_insync_replicas=2)))
+    log: object = field(
+        default_factory=lambda: SimpleNamespace(config=SimpleNamespace(min_insync_replicas=2))
+    )
 
 
 class FakeController:
@@ -119,7 +121,9 @@ def fake_server(metrics: BrokerMetrics, active: bool) -> SimpleNamespace:
     members = SimpleNamespace(members={"m1": object(), "m2": object()}, state=SimpleNamespace(name="STABLE"))
     return SimpleNamespace(
         state=3,
-        replica_manager=SimpleNamespace(partitions=partitions, fetcher_manager=SimpleNamespace(max_lag=lambda: 7)),
+        replica_manager=SimpleNamespace(
+            partitions=partitions, fetcher_manager=SimpleNamespace(max_lag=lambda: 7)
+        ),
         controller=FakeController(active),
         group_coordinator=SimpleNamespace(manager=SimpleNamespace(groups={"g": members})),
         zk=SimpleNamespace(session_state=lambda: "CONNECTED"),
@@ -149,7 +153,9 @@ def test_a_scrape_uses_the_jmx_exporter_s_names() -> None:
     assert s['kafka_network_requestmetrics_requests_total{request="Produce",version="9"}'] == 8
     assert s['kafka_network_requestmetrics_totaltimems_count{request="Produce"}'] == 8
     # The sum is the timed request's (2000 ns >> 10 units of 1.024 us) scaled to all eight.
-    assert s['kafka_network_requestmetrics_totaltimems_sum{request="Produce"}'] == pytest.approx(8 * 1 * 1.024 / 1000)
+    assert s['kafka_network_requestmetrics_totaltimems_sum{request="Produce"}'] == pytest.approx(
+        8 * 1 * 1.024 / 1000
+    )
     assert 'kafka_network_requestmetrics_localtimems{quantile="0.99",request="Produce"}' in s
     assert s['kafka_network_requestmetrics_remotetimems{quantile="0.99",request="Produce"}'] == 0
     assert s["kafka_server_replicamanager_partitioncount"] == 2

@@ -23,7 +23,9 @@ def test_begin_needs_init_and_commit_needs_begin() -> None:
 
 
 def test_transactional_id_turns_on_idempotence_and_acks_all() -> None:
-    c = ProducerConfig.parse({"bootstrap.servers": "h:1", "transactional.id": "tx", "transaction.timeout.ms": 5000})
+    c = ProducerConfig.parse(
+        {"bootstrap.servers": "h:1", "transactional.id": "tx", "transaction.timeout.ms": 5000}
+    )
     assert c.enable_idempotence and c.acks == -1 and c.transaction_timeout_ms == 5000
     with pytest.raises(ValueError, match="acks to all"):
         ProducerConfig.parse({"bootstrap.servers": "h:1", "transactional.id": "tx", "acks": 0})

@@ -84,7 +84,8 @@ def test_produce_response_matches_the_generic_codec(version: int) -> None:
 @pytest.mark.parametrize("version", PRODUCE_VERSIONS)
 @pytest.mark.parametrize("name", ["t", "x" * 200])  # a one- and a two-byte compact length
 @pytest.mark.parametrize(
-    "row", [produce.ProducePartitionResponse(0, 0, 42, -1, 7), produce.ProducePartitionResponse(3, 6, -1, 5, 0)]
+    "row",
+    [produce.ProducePartitionResponse(0, 0, 42, -1, 7), produce.ProducePartitionResponse(3, 6, -1, 5, 0)],
 )
 def test_produce_response_frame_is_header_plus_body(
     version: int, name: str, row: produce.ProducePartitionResponse

@@ -46,8 +46,11 @@ def test_describe_answers_users_before_their_clients_and_refuses_bad_filters() -
         [{"entity_type": "user", "entity_name": "alice"}],
         [{"entity_type": "user", "entity_name": "alice"}, {"entity_type": "client-id", "entity_name": "app"}],
     ]
-    for bad in ([FilterComponent("user", 0, "a"), FilterComponent("user", 0, "b")], [FilterComponent("group", 2, None)],
-                [FilterComponent("user", 7, None)]):
+    for bad in (
+        [FilterComponent("user", 0, "a"), FilterComponent("user", 0, "b")],
+        [FilterComponent("group", 2, None)],
+        [FilterComponent("user", 7, None)],
+    ):
         with pytest.raises(InvalidRequestException):
             describe_entries(quotas, bad, strict=False)
 
@@ -72,10 +75,29 @@ def test_alter_validates_entities_and_keys_and_stores_longs_as_integers_keeping_
 def test_configs_pairs_a_user_and_a_client_in_command_line_order() -> None:
     assert ordered_names(["u"], True, [False, True]) == [DEFAULT_ENTITY, "u"]
     assert ordered_names(["u"], True, None) == ["u", DEFAULT_ENTITY]
-    assert name_order(["--entity-type", "users", "--entity-default", "--entity-type", "clients",
-                       "--entity-name", "--entity-default"]) == [False, True]
-    options = check_args(True, False, "b:9092", None, ["clients", "users"], ["c", "u"], False,
-                         "producer_byte_rate=1", (), False)
+    assert name_order(
+        [
+            "--entity-type",
+            "users",
+            "--entity-default",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "--entity-default",
+        ]
+    ) == [False, True]
+    options = check_args(
+        True,
+        False,
+        "b:9092",
+        None,
+        ["clients", "users"],
+        ["c", "u"],
+        False,
+        "producer_byte_rate=1",
+        (),
+        False,
+    )
     assert options.entity == Entity("users", "u", Entity("clients", "c"))
     assert str(options.entity) == "user-principal 'u', client-id 'c'"
     assert options.first_entity == Entity("clients", "c")
@@ -100,17 +122,32 @@ def test_scram_and_quota_configs_are_told_apart_as_kafkas_tool_does() -> None:
         return Options("alter", entity, False, add, delete or [], False, entity)
 
     alice = Entity("users", "alice")
-    assert _check_names(opts(alice, {"SCRAM-SHA-256": "password=x"})) == ({}, [], {"SCRAM-SHA-256": "password=x"}, [])
+    assert _check_names(opts(alice, {"SCRAM-SHA-256": "password=x"})) == (
+        {},
+        [],
+        {"SCRAM-SHA-256": "password=x"},
+        [],
+    )
     for options, message in (
-        (opts(alice, {"SCRAM-SHA-256": "password=x", "producer_byte_rate": "1"}),
-         "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' using --bootstrap-server."),
-        (opts(Entity("users", DEFAULT_ENTITY), {"SCRAM-SHA-512": "password=x"}),
-         "The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials using "
-         "--bootstrap-server."),
-        (opts(alice, {"retention.ms": "1"}), "Only quota and SCRAM credential configs can be added for 'users' using "
-         "--bootstrap-server. Unexpected config names: Set(retention.ms)"),
-        (opts(Entity("clients", "c"), {"SCRAM-SHA-256": "password=x"}), "Only quota configs can be added for "
-         "'clients' using --bootstrap-server. Unexpected config names: Set(SCRAM-SHA-256)"),
+        (
+            opts(alice, {"SCRAM-SHA-256": "password=x", "producer_byte_rate": "1"}),
+            "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' using --bootstrap-server.",
+        ),
+        (
+            opts(Entity("users", DEFAULT_ENTITY), {"SCRAM-SHA-512": "password=x"}),
+            "The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials using "
+            "--bootstrap-server.",
+        ),
+        (
+            opts(alice, {"retention.ms": "1"}),
+            "Only quota and SCRAM credential configs can be added for 'users' using "
+            "--bootstrap-server. Unexpected config names: Set(retention.ms)",
+        ),
+        (
+            opts(Entity("clients", "c"), {"SCRAM-SHA-256": "password=x"}),
+            "Only quota configs can be added for "
+            "'clients' using --bootstrap-server. Unexpected config names: Set(SCRAM-SHA-256)",
+        ),
     ):
         with pytest.raises(CommandError) as e:
             _check_names(options)

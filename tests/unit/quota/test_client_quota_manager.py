@@ -30,7 +30,9 @@ class Clock:
         return self.now
 
 
-def manager(clock: Clock, quotas: dict[QuotaEntity, dict[str, float]], **kwargs: object) -> ClientQuotaManager:
+def manager(
+    clock: Clock, quotas: dict[QuotaEntity, dict[str, float]], **kwargs: object
+) -> ClientQuotaManager:
     m = ClientQuotaManager(QuotaType.PRODUCE, QuotaWindow(11, 1.0), clock=clock, **kwargs)  # type: ignore[arg-type]
     m.update(quotas)
     return m
@@ -89,8 +91,9 @@ def test_entity_paths_and_values_as_zookeeper_holds_them() -> None:
     assert entity_from_path("topics/t") is None
     assert entity_from_path("users/u/clients") is None
     # A user's znode may hold SCRAM credentials too: only quota keys count.
-    assert quota_values({"SCRAM-SHA-256": "salt=...", "producer_byte_rate": "1024", "request_percentage": "x"}) == {
-        "producer_byte_rate": 1024.0}
+    assert quota_values(
+        {"SCRAM-SHA-256": "salt=...", "producer_byte_rate": "1024", "request_percentage": "x"}
+    ) == {"producer_byte_rate": 1024.0}
 
 
 @pytest.mark.timeout(5)

@@ -22,12 +22,14 @@ class FakeZk:
 
     def get_children(self, path: str) -> list[str]:
         prefix = path.removeprefix("/config/") + "/"
-        return sorted({p[len(prefix):].split("/")[0] for p in self.configs if p.startswith(prefix)})
+        return sorted({p[len(prefix) :].split("/")[0] for p in self.configs if p.startswith(prefix)})
 
     def get_entity_configs(self, entity_type: str, sanitized_name: str) -> dict[str, str]:
         return dict(self.configs.get(f"{entity_type}/{sanitized_name}", {}))
 
-    def set_or_create_entity_configs(self, entity_type: str, sanitized_name: str, config: Mapping[str, str]) -> None:
+    def set_or_create_entity_configs(
+        self, entity_type: str, sanitized_name: str, config: Mapping[str, str]
+    ) -> None:
         self.configs[f"{entity_type}/{sanitized_name}"] = dict(config)
 
     def create_config_change_notification(self, sanitized_entity_path: str) -> str:
@@ -36,7 +38,9 @@ class FakeZk:
 
 
 @pytest.mark.timeout(5)
-def test_entities_are_loaded_then_followed_one_notification_at_a_time(caplog: pytest.LogCaptureFixture) -> None:
+def test_entities_are_loaded_then_followed_one_notification_at_a_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     zk = FakeZk()
     write_entity(zk, QuotaEntity("CN=bob", "app 1"), {"producer_byte_rate": "1024"})
     write_entity(zk, QuotaEntity("alice", None), {"SCRAM-SHA-256": "salt=x", "consumer_byte_rate": "2048"})
@@ -55,7 +59,9 @@ def test_entities_are_loaded_then_followed_one_notification_at_a_time(caplog: py
         quotas.update_entity(zk, zk.notifications[-1])
     assert quotas.quotas()[QuotaEntity("alice", None)] == {"producer_byte_rate": 10.0}
     assert [r.getMessage() for r in caplog.records] == [
-        "Changing Produce quota for user alice to 10.0", "Removing Fetch quota for user alice"]
+        "Changing Produce quota for user alice to 10.0",
+        "Removing Fetch quota for user alice",
+    ]
     assert quotas.produce.quota("alice", "x") is not None and not quotas.fetch.enabled
     write_entity(zk, QuotaEntity(None, DEFAULT), {})
     quotas.update_entity(zk, "clients/<default>")

@@ -9,7 +9,9 @@ from kafkapy.server.log.leader_epoch_cache import EpochEntry, LeaderEpochCheckpo
 
 
 def follower(*entries: tuple[int, int], leo: int):  # the follower's own end offsets per epoch
-    cache = LeaderEpochFileCache("t-0", LeaderEpochCheckpointFile("/nonexistent"), [EpochEntry(*e) for e in entries])
+    cache = LeaderEpochFileCache(
+        "t-0", LeaderEpochCheckpointFile("/nonexistent"), [EpochEntry(*e) for e in entries]
+    )
 
     def end_offset_for(epoch: int):
         found = cache.end_offset_for(epoch, leo)
@@ -29,7 +31,9 @@ def follower(*entries: tuple[int, int], leo: int):  # the follower's own end off
         (0, -1, OffsetTruncationState(7, True), "the leader cannot place our epoch: the high watermark"),
     ],
 )
-def test_truncation_offset(leader_epoch: int, leader_end: int, expected: OffsetTruncationState, case: str) -> None:
+def test_truncation_offset(
+    leader_epoch: int, leader_end: int, expected: OffsetTruncationState, case: str
+) -> None:
     ours = follower((0, 0), (2, 10), (3, 20), leo=30)
     assert offset_truncation_state(leader_epoch, leader_end, 30, 7, ours) == expected, case
 

@@ -50,7 +50,10 @@ class FakeConnection:
         self.respond: Any = lambda request: response()
         self.leader_end_offset = 1 << 40
         self.respond_epochs: Any = lambda request: epoch_response(
-            *(epoch_part(p["leader_epoch"], self.leader_end_offset) for p in request["topics"][0]["partitions"])
+            *(
+                epoch_part(p["leader_epoch"], self.leader_end_offset)
+                for p in request["topics"][0]["partitions"]
+            )
         )
         self.closed = 0
 
@@ -86,7 +89,9 @@ def epoch_response(*parts: Any) -> Any:
 
 
 def epoch_part(leader_epoch: int, end_offset: int, error_code: int = 0) -> Any:
-    return SimpleNamespace(partition=0, error_code=error_code, leader_epoch=leader_epoch, end_offset=end_offset)
+    return SimpleNamespace(
+        partition=0, error_code=error_code, leader_epoch=leader_epoch, end_offset=end_offset
+    )
 
 
 def part(records: Any = None, error_code: int = 0, hw: int = -1, log_start: int = 0, index: int = 0) -> Any:
@@ -291,7 +296,9 @@ def test_follower_walks_back_epochs_the_leader_never_had(follower_log: Log) -> N
 def test_a_fenced_epoch_request_backs_off_and_cuts_nothing(follower_log: Log) -> None:
     epoch_batches(follower_log, (2, 3))
     thread, conn = fetcher_for(follower_log)
-    conn.respond_epochs = lambda request: epoch_response(epoch_part(-1, -1, error_code=74))  # FENCED_LEADER_EPOCH
+    conn.respond_epochs = lambda request: epoch_response(
+        epoch_part(-1, -1, error_code=74)
+    )  # FENCED_LEADER_EPOCH
     thread.do_work()
     state = thread.fetch_state(TP)
     assert state is not None and state.truncating and state.delayed_until > 0

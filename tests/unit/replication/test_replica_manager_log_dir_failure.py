@@ -48,8 +48,15 @@ def leader_and_isr(*states: tuple[int, int, bool]) -> Any:
 
 
 def stop_replica(partition: int) -> Any:
-    return SimpleNamespace(controller_epoch=1, topic_states=[SimpleNamespace(
-        topic_name="t", partition_states=[SimpleNamespace(partition_index=partition, delete_partition=False)])])
+    return SimpleNamespace(
+        controller_epoch=1,
+        topic_states=[
+            SimpleNamespace(
+                topic_name="t",
+                partition_states=[SimpleNamespace(partition_index=partition, delete_partition=False)],
+            )
+        ],
+    )
 
 
 @pytest.mark.timeout(30)
@@ -74,8 +81,9 @@ def test_a_failed_dir_takes_its_replicas_offline_and_only_those(tmp_path: Path) 
     healthy = os.path.dirname(rm.partitions[LED].log.dir)
     assert failed != healthy
 
-    logs.failure_channel.maybe_add_offline_log_dir(failed, f"Error while appending records to t-1 in dir {failed}",
-                                                   OSError("EIO"))
+    logs.failure_channel.maybe_add_offline_log_dir(
+        failed, f"Error while appending records to t-1 in dir {failed}", OSError("EIO")
+    )
     events.clear()
     asyncio.run(rm.handle_log_dir_failure(failed))
 

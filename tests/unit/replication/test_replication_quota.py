@@ -88,5 +88,7 @@ def test_valid_throttled_replica_lists(value: str) -> None:
 
 @pytest.mark.parametrize("value", ["x", "0-1", "0:1,", "*,0:1"])
 def test_invalid_throttled_replica_lists_get_kafkas_message(value: str) -> None:
-    with pytest.raises(ValueError, match=r"must be the literal '\*' or a list of replicas in the following format"):
+    with pytest.raises(
+        ValueError, match=r"must be the literal '\*' or a list of replicas in the following format"
+    ):
         validate_throttled_replicas("leader.replication.throttled.replicas", value)

@@ -35,7 +35,9 @@ class NoConnection:
 
 
 def fetcher(quota: ReplicationQuotaManager | None) -> ReplicaFetcherThread:
-    thread = ReplicaFetcherThread(1, 0, BrokerEndPoint(0, "127.0.0.1", 9092), CONFIG, NoConnection, quota=quota)
+    thread = ReplicaFetcherThread(
+        1, 0, BrokerEndPoint(0, "127.0.0.1", 9092), CONFIG, NoConnection, quota=quota
+    )
     log = SimpleNamespace(log_start_offset=0)
     for tp in (A, B):
         thread._partitions[tp] = PartitionFetchState(log, 3, fetch_offset=10, truncating=False, lag=100)

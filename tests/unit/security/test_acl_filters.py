@@ -91,11 +91,16 @@ def test_authorize_by_resource_type_needs_an_allow_not_covered_by_a_deny() -> No
     # A deny elsewhere leaves the allowed topic.
     assert check([binding("orders", op=w), binding("payments", op=w, perm=DENY)])
     assert authorize_by_resource_type(AuthorizerConfig(frozenset({"User:alice"})), [], ALICE, "h", w, T)
-    assert authorize_by_resource_type(AuthorizerConfig(allow_everyone_if_no_acl_found=True), [], ALICE, "h", w, T)
+    assert authorize_by_resource_type(
+        AuthorizerConfig(allow_everyone_if_no_acl_found=True), [], ALICE, "h", w, T
+    )
 
 
 def test_wire_codes_round_trip_and_are_kafkas() -> None:
-    assert RESOURCE_TYPE_CODES[ResourceType.TOPIC] == 2 and RESOURCE_TYPE_CODES[ResourceType.TRANSACTIONAL_ID] == 5
+    assert (
+        RESOURCE_TYPE_CODES[ResourceType.TOPIC] == 2
+        and RESOURCE_TYPE_CODES[ResourceType.TRANSACTIONAL_ID] == 5
+    )
     assert OPERATION_CODES[Operation.READ] == 3 and OPERATION_CODES[Operation.IDEMPOTENT_WRITE] == 12
     assert PATTERN_TYPE_CODES[PatternType.PREFIXED] == 4
     assert all(RESOURCE_TYPES[c] is t for t, c in RESOURCE_TYPE_CODES.items())
@@ -114,7 +119,9 @@ class _CacheOnly:
     def __init__(self, acls: list[AclBinding], config: AuthorizerConfig | None = None) -> None:
         self.acls, self.config = acls, config or AuthorizerConfig()
 
-    def authorize(self, principal: KafkaPrincipal, host: str, op: Operation, kind: ResourceType, name: str) -> bool:
+    def authorize(
+        self, principal: KafkaPrincipal, host: str, op: Operation, kind: ResourceType, name: str
+    ) -> bool:
         return authorize(self.config, self.acls, principal, host, op, kind, name)
 
     def authorize_by_resource_type(self, principal: KafkaPrincipal, host: str, op: Operation,
@@ -127,7 +134,9 @@ def _request() -> Request:
 
 
 def test_authorized_operations_bits_follow_kafkas_operation_codes() -> None:
-    apis = _FakeApis(_CacheOnly([binding("orders", op=Operation.READ), binding("orders", op=Operation.ALTER_CONFIGS)]))
+    apis = _FakeApis(
+        _CacheOnly([binding("orders", op=Operation.READ), binding("orders", op=Operation.ALTER_CONFIGS)])
+    )
     bits = authorized_operations(apis, _request(), T, "orders")  # type: ignore[arg-type]
     # Read, Describe (implied by Read), AlterConfigs and DescribeConfigs (implied by it).
     assert bits == (1 << 3) | (1 << 8) | (1 << 11) | (1 << 10)
@@ -161,7 +170,7 @@ class _MemoryZk:
 
     def get_children(self, path: str) -> list[str]:
         prefix = path + "/"
-        return [k[len(prefix):] for k in self.data if k.startswith(prefix) and "/" not in k[len(prefix):]]
+        return [k[len(prefix) :] for k in self.data if k.startswith(prefix) and "/" not in k[len(prefix) :]]
 
     def get_data(self, path: str) -> tuple[bytes, None] | None:
         got = self.data.get(path)
@@ -181,10 +190,15 @@ def test_the_authorizers_name_index_decides_as_the_pure_function() -> None:
     for _ in range(200):
         acls = [
             AclBinding(
-                ResourcePattern(rng.choice([T, ResourceType.GROUP]), rng.choice(names),
-                                rng.choice(list(PatternType))),
-                AclEntry(rng.choice(principals), rng.choice(["*", "10.0.0.1", "10.0.0.2"]),
-                         rng.choice(list(Operation)), rng.choice(list(Permission))),
+                ResourcePattern(
+                    rng.choice([T, ResourceType.GROUP]), rng.choice(names), rng.choice(list(PatternType))
+                ),
+                AclEntry(
+                    rng.choice(principals),
+                    rng.choice(["*", "10.0.0.1", "10.0.0.2"]),
+                    rng.choice(list(Operation)),
+                    rng.choice(list(Permission)),
+                ),
             )  # fmt: skip
             for _ in range(rng.randint(0, 6))
         ]
@@ -193,7 +207,18 @@ def test_the_authorizers_name_index_decides_as_the_pure_function() -> None:
         authorizer.load()
         for _ in range(10):
             who = KafkaPrincipal("User", rng.choice(["alice", "bob", "carol"]))
-            host, op, kind = rng.choice(["10.0.0.1", "10.0.0.2"]), rng.choice(list(Operation)), rng.choice([T, ResourceType.GROUP])
+            host, op, kind = (
+                rng.choice(["10.0.0.1", "10.0.0.2"]),
+                rng.choice(list(Operation)),
+                rng.choice([T, ResourceType.GROUP]),
+            )
             name = rng.choice(names[:-2] + ["abcd", "x"])
             expected = authorize(config, acls, who, host, op, kind, name)
-            assert authorizer.authorize(who, host, op, kind, name) is expected, (acls, who, host, op, kind, name)
+            assert authorizer.authorize(who, host, op, kind, name) is expected, (
+                acls,
+                who,
+                host,
+                op,
+                kind,
+                name,
+            )

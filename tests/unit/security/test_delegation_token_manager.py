@@ -49,7 +49,11 @@ class FakeZk:
         self.nodes.setdefault(path, b"")
 
     def get_children(self, path: str) -> list[str]:
-        return [p[len(path) + 1 :] for p in self.nodes if p.startswith(path + "/") and "/" not in p[len(path) + 1 :]]
+        return [
+            p[len(path) + 1 :]
+            for p in self.nodes
+            if p.startswith(path + "/") and "/" not in p[len(path) + 1 :]
+        ]
 
     def get_data(self, path: str) -> tuple[bytes, Any] | None:
         return (self.nodes[path], FakeZk.Stat(10**13)) if path in self.nodes else None
@@ -133,7 +137,10 @@ def test_renew_and_expire_errors_as_kafka_answers_them() -> None:
 def test_disabled_without_a_secret_and_the_older_key_name() -> None:
     m = _manager(FakeZk(), Clock(), secret=None)
     assert not m.enabled and m.create_token(ALICE, ALICE, [], -1).error == DISABLED
-    assert m.renew_token(ALICE, b"x", 1) == (DISABLED, -1) and m.expire_token(ALICE, b"x", 1) == (DISABLED, -1)
+    assert m.renew_token(ALICE, b"x", 1) == (DISABLED, -1) and m.expire_token(ALICE, b"x", 1) == (
+        DISABLED,
+        -1,
+    )
     config = {"delegation.token.secret.key": None, "delegation.token.master.key": "old"}
     assert secret_of(config) == "old"
 
@@ -173,7 +180,9 @@ def _auth_bytes(auth: SaslServerAuthenticator, token: bytes) -> tuple[int, bytes
         outcome = asyncio.run(outcome)  # type: ignore[arg-type]
     assert outcome.response is not None
     frame = outcome.response[4:]
-    _, offset = framing.parse_response_header(frame, framing.response_header_version(ApiKey.SASL_AUTHENTICATE, 2))
+    _, offset = framing.parse_response_header(
+        frame, framing.response_header_version(ApiKey.SASL_AUTHENTICATE, 2)
+    )
     resp = messages.decode_response(ApiKey.SASL_AUTHENTICATE, 2, frame, offset)
     return resp.error_code, bytes(resp.auth_bytes)
 
@@ -185,7 +194,9 @@ def _login(m: DelegationTokenManager, user: str, password: str, token_auth: bool
     config = SaslListenerConfig(("SCRAM-SHA-256",), {}, no_users, 0, m.credential)
     auth = SaslServerAuthenticator(config, "c1")
     auth.receive(_frame(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}))
-    client = ScramClient("SCRAM-SHA-256", user, password, extensions={"tokenauth": "true"} if token_auth else None)
+    client = ScramClient(
+        "SCRAM-SHA-256", user, password, extensions={"tokenauth": "true"} if token_auth else None
+    )
     code, first = _auth_bytes(auth, client.first())
     assert code == 0
     code, final = _auth_bytes(auth, client.final(first))

@@ -80,8 +80,14 @@ def test_client_context_checks_host_names_unless_told_not_to(pki: Pki) -> None:
     [
         ({"ssl.keystore.location": "/x.jks"}, "JKS key stores are a Java format"),
         ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/x.p12"}, "Cannot load"),
-        ({"ssl.keystore.type": "JKS", "ssl.keystore.location": "/x.jks"}, "set ssl.keystore.type=PEM .* or PKCS12"),
-        ({"ssl.keystore.type": "BCFKS", "ssl.keystore.location": "/x"}, "Unsupported store type; use PEM or PKCS12"),
+        (
+            {"ssl.keystore.type": "JKS", "ssl.keystore.location": "/x.jks"},
+            "set ssl.keystore.type=PEM .* or PKCS12",
+        ),
+        (
+            {"ssl.keystore.type": "BCFKS", "ssl.keystore.location": "/x"},
+            "Unsupported store type; use PEM or PKCS12",
+        ),
         ({}, "has no key store"),
         ({"ssl.keystore.type": "PEM", "ssl.keystore.key": "x"}, "must be given together"),
         ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "/missing.pem"}, "Cannot load"),

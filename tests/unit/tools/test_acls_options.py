@@ -30,7 +30,11 @@ def options(**kw: object) -> Options:
 
 def test_operation_names_as_kafka_parses_them() -> None:
     assert parse_operation("Read") is Operation.READ
-    assert parse_operation("IdempotentWrite") is parse_operation("IDEMPOTENT_WRITE") is Operation.IDEMPOTENT_WRITE
+    assert (
+        parse_operation("IdempotentWrite")
+        is parse_operation("IDEMPOTENT_WRITE")
+        is Operation.IDEMPOTENT_WRITE
+    )
     assert parse_operation("describe-configs") is Operation.DESCRIBE_CONFIGS
     with pytest.raises(UsageError):
         parse_operation("Fly")

@@ -19,12 +19,16 @@ BOOT = "127.0.0.1:9092"
 
 def test_add_config_splits_on_commas_outside_brackets_and_drops_the_brackets() -> None:
     assert parse_configs_to_add("retention.ms=1000,cleanup.policy=[compact,delete], segment.ms = 5") == {
-        "retention.ms": "1000", "cleanup.policy": "compact,delete", "segment.ms": "5"}
+        "retention.ms": "1000",
+        "cleanup.policy": "compact,delete",
+        "segment.ms": "5",
+    }
 
 
 def test_add_config_keeps_an_empty_value() -> None:
     assert parse_configs_to_add("ssl.endpoint.identification.algorithm=") == {
-        "ssl.endpoint.identification.algorithm": ""}
+        "ssl.endpoint.identification.algorithm": ""
+    }
 
 
 @pytest.mark.parametrize("text", ["retention.ms", "a=1,b", "a=1=2"])
@@ -44,9 +48,18 @@ def test_shorthands_name_the_entity() -> None:
 
 
 def _check(**kw: object) -> object:
-    args: dict[str, object] = dict(alter=False, describe=True, bootstrap_server=BOOT, zookeeper=None,
-                                   types=["topics"], names=["t"], entity_default=False, add_config=None,
-                                   delete_config=(), describe_all=False)
+    args: dict[str, object] = dict(
+        alter=False,
+        describe=True,
+        bootstrap_server=BOOT,
+        zookeeper=None,
+        types=["topics"],
+        names=["t"],
+        entity_default=False,
+        add_config=None,
+        delete_config=(),
+        describe_all=False,
+    )
     args.update(kw)
     return check_args(**args)  # type: ignore[arg-type]
 
@@ -62,31 +75,58 @@ def test_entity_default_names_the_default_entity() -> None:
     assert options.entity == Entity("brokers", DEFAULT_ENTITY)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    ({"alter": True}, "Command must include exactly one action: --describe, --alter"),
-    ({"zookeeper": "127.0.0.1:2181"}, "Only one of --bootstrap-server or --zookeeper must be specified"),
-    ({"bootstrap_server": None}, "One of the required --bootstrap-server or --zookeeper arguments must be specified"),
-    ({"types": ["tables"]}, "Invalid entity type tables, the entity type must be one of topics,clients,users,"
-                            "brokers,broker-loggers with the --bootstrap-server argument"),
-    ({"types": ["tables"], "bootstrap_server": None, "zookeeper": "z:1"},
-     "Invalid entity type tables, the entity type must be one of topics,clients,users,brokers with the "
-     "--zookeeper argument"),
-    ({"types": ["topics", "topics"]}, "Duplicate entity type(s) specified: topics"),
-    ({"types": ["topics", "brokers"]}, "Only 'users' and 'clients' entity types may be specified together"),
-    ({"entity_options": True, "entity_flags": True},
-     "--entity-{type,name,default} should not be used in conjunction with specific entity flags"),
-    ({"describe_all": True, "bootstrap_server": None, "zookeeper": "z:1"},
-     "--bootstrap-server must be specified for --all"),
-    ({"add_config": "a=1"}, 'Option "[describe]" can\'t be used with option "[add-config]"'),
-    ({"types": []}, "At least one entity type must be specified"),
-    ({"types": ["brokers"], "names": ["zero"]},
-     "The entity name for brokers must be a valid integer broker id, but it is: zero"),
-    ({"alter": True, "describe": False, "names": []}, "an entity name must be specified with --alter of topics"),
-    ({"alter": True, "describe": False, "types": ["brokers"], "names": []},
-     "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips"),
-    ({"alter": True, "describe": False},
-     "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter"),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"alter": True}, "Command must include exactly one action: --describe, --alter"),
+        ({"zookeeper": "127.0.0.1:2181"}, "Only one of --bootstrap-server or --zookeeper must be specified"),
+        (
+            {"bootstrap_server": None},
+            "One of the required --bootstrap-server or --zookeeper arguments must be specified",
+        ),
+        (
+            {"types": ["tables"]},
+            "Invalid entity type tables, the entity type must be one of topics,clients,users,"
+            "brokers,broker-loggers with the --bootstrap-server argument",
+        ),
+        (
+            {"types": ["tables"], "bootstrap_server": None, "zookeeper": "z:1"},
+            "Invalid entity type tables, the entity type must be one of topics,clients,users,brokers with the "
+            "--zookeeper argument",
+        ),
+        ({"types": ["topics", "topics"]}, "Duplicate entity type(s) specified: topics"),
+        (
+            {"types": ["topics", "brokers"]},
+            "Only 'users' and 'clients' entity types may be specified together",
+        ),
+        (
+            {"entity_options": True, "entity_flags": True},
+            "--entity-{type,name,default} should not be used in conjunction with specific entity flags",
+        ),
+        (
+            {"describe_all": True, "bootstrap_server": None, "zookeeper": "z:1"},
+            "--bootstrap-server must be specified for --all",
+        ),
+        ({"add_config": "a=1"}, 'Option "[describe]" can\'t be used with option "[add-config]"'),
+        ({"types": []}, "At least one entity type must be specified"),
+        (
+            {"types": ["brokers"], "names": ["zero"]},
+            "The entity name for brokers must be a valid integer broker id, but it is: zero",
+        ),
+        (
+            {"alter": True, "describe": False, "names": []},
+            "an entity name must be specified with --alter of topics",
+        ),
+        (
+            {"alter": True, "describe": False, "types": ["brokers"], "names": []},
+            "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips",
+        ),
+        (
+            {"alter": True, "describe": False},
+            "At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter",
+        ),
+    ],
+)
 def test_bad_command_lines_get_kafkas_messages(kw: dict[str, object], message: str) -> None:
     with pytest.raises(CommandError) as e:
         _check(**kw)

@@ -23,7 +23,10 @@ BASE = ["--bootstrap-server", "127.0.0.1:1", "--command-config", "/nonexistent"]
         ([*BASE, "--create"], 'Missing required argument "[max-life-time-period]"'),
         ([*BASE, "--renew", "--hmac", "x"], 'Missing required argument "[renew-time-period]"'),
         ([*BASE, "--expire", "--expiry-time-period", "-1"], 'Missing required argument "[hmac]"'),
-        ([*BASE, "--create", "--max-life-time-period", "-1", "--hmac", "x"], 'Option "[create]" can\'t be used with option "[hmac]"'),
+        (
+            [*BASE, "--create", "--max-life-time-period", "-1", "--hmac", "x"],
+            'Option "[create]" can\'t be used with option "[hmac]"',
+        ),
         ([*BASE, "--describe", "--hmac", "x"], 'Option "[describe]" can\'t be used with option "[hmac]"'),
     ],
 )
@@ -34,12 +37,25 @@ def test_usage_errors(args: list[str], message: str) -> None:
 
 def test_table_is_kafkas_printf_layout() -> None:
     lines: list[str] = []
-    token = TokenDescription("tok", b"\x01\x02", "User:alice", "User:alice", ("User:bob",), 0, 60_000, 120_000)
+    token = TokenDescription(
+        "tok", b"\x01\x02", "User:alice", "User:alice", ("User:bob",), 0, 60_000, 120_000
+    )
     print_tokens([token], lines.append)
     text = "".join(lines)
     header, row = text.split("\n")[1], text.split("\n")[3]
-    assert header.split() == ["TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE"]
-    assert row.startswith("tok             AQI=                           User:alice      User:alice      [User:bob]")
+    assert header.split() == [
+        "TOKENID",
+        "HMAC",
+        "OWNER",
+        "REQUESTER",
+        "RENEWERS",
+        "ISSUEDATE",
+        "EXPIRYDATE",
+        "MAXDATE",
+    ]
+    assert row.startswith(
+        "tok             AQI=                           User:alice      User:alice      [User:bob]"
+    )
     assert text.startswith("\n") and text.endswith("\n")
 
 
@@ -57,5 +73,7 @@ def test_kafkapy_acls_names_delegation_token_resources() -> None:
     opts = Options((), (), False, (), "literal", ("User:carol",), (), (), (), ("Describe",), False, False, False,
                    ("tok1",))  # fmt: skip
     pattern = ResourcePattern(ResourceType.DELEGATION_TOKEN, "tok1", PatternType.LITERAL)
-    assert opts.requested_acls() == {pattern: [AclEntry("User:carol", "*", Operation.DESCRIBE, Permission.ALLOW)]}
+    assert opts.requested_acls() == {
+        pattern: [AclEntry("User:carol", "*", Operation.DESCRIBE, Permission.ALLOW)]
+    }
     assert [(f.resource_type, f.name) for f in opts.filters()] == [(ResourceType.DELEGATION_TOKEN, "tok1")]

@@ -32,8 +32,13 @@ def _append(segment: LogSegment, batch: bytearray, base_offset: int, leader_epoc
 
 
 def _control_batch(coordinator_epoch: int) -> bytearray:
-    batch = build_batch([(struct.pack(">hh", 0, 1), struct.pack(">hi", 0, coordinator_epoch), [], T0 + 9)],
-                        producer_id=7, producer_epoch=0, base_sequence=-1, transactional=True)
+    batch = build_batch(
+        [(struct.pack(">hh", 0, 1), struct.pack(">hi", 0, coordinator_epoch), [], T0 + 9)],
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=-1,
+        transactional=True,
+    )
     (attrs,) = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)
     struct.pack_into(">h", batch, ATTRIBUTES_OFFSET, attrs | Attr.CONTROL)
     struct.pack_into(">I", batch, CRC_OFFSET, compute_crc(memoryview(batch), 0, len(batch)))
@@ -44,11 +49,30 @@ def _control_batch(coordinator_epoch: int) -> bytearray:
 def segment_dir(tmp_path) -> str:
     config = LogConfig(segment_index_bytes=1200, index_interval_bytes=1)
     seg = LogSegment.open(str(tmp_path), 0, config, lambda: T0)
-    _append(seg, build_batch([(b"k0", b"hello", [("h1", b"x"), ("h2", None)], T0),
-                              (None, b"world", [], T0 + 5),
-                              (b"k2", None, [], T0 + 2)]), 0)
-    _append(seg, compress_batch(build_batch([(b"a", b"1", [], T0 + 6), (b"b", b"2", [], T0 + 7)],
-                                            producer_id=7, producer_epoch=0, base_sequence=3), CompressionType.GZIP), 3)
+    _append(
+        seg,
+        build_batch(
+            [
+                (b"k0", b"hello", [("h1", b"x"), ("h2", None)], T0),
+                (None, b"world", [], T0 + 5),
+                (b"k2", None, [], T0 + 2),
+            ]
+        ),
+        0,
+    )
+    _append(
+        seg,
+        compress_batch(
+            build_batch(
+                [(b"a", b"1", [], T0 + 6), (b"b", b"2", [], T0 + 7)],
+                producer_id=7,
+                producer_epoch=0,
+                base_sequence=3,
+            ),
+            CompressionType.GZIP,
+        ),
+        3,
+    )
     _append(seg, _control_batch(5), 5)
     seg.close()
     return str(tmp_path)
@@ -71,10 +95,13 @@ def test_shallow_dump_prints_one_line_per_batch_with_kafka_fields(segment_dir: s
     first = out[2]
     assert first.startswith(
         "baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
-        f"partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: {T0 + 5} size: ")
+        f"partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: {T0 + 5} size: "
+    )
     assert " magic: 2 compresscodec: NONE crc: " in first and first.endswith(" isvalid: true")
-    assert out[3].startswith("baseOffset: 3 lastOffset: 4 count: 2 baseSequence: 3 lastSequence: 4 producerId: 7 "
-                             "producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: false isControl: false")
+    assert out[3].startswith(
+        "baseOffset: 3 lastOffset: 4 count: 2 baseSequence: 3 lastSequence: 4 producerId: 7 "
+        "producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: false isControl: false"
+    )
     assert "compresscodec: GZIP" in out[3]
     assert "isTransactional: true isControl: true" in out[4]
     assert len(out) == 5
@@ -165,8 +192,10 @@ def test_time_index_timestamp_mismatch_is_reported(segment_dir: str) -> None:
         f.write(struct.pack(">qi", T0 + 1, 4))
     _, out, err = _run("--files", path)
     assert out[1] == f"timestamp: {T0 + 1} offset: 4"
-    assert err == [f"Found timestamp mismatch in :{os.path.abspath(path)}",
-                   f"  Index timestamp: {T0 + 1}, log timestamp: {T0 + 7}"]
+    assert err == [
+        f"Found timestamp mismatch in :{os.path.abspath(path)}",
+        f"  Index timestamp: {T0 + 1}, log timestamp: {T0 + 7}",
+    ]
 
 
 def test_producer_snapshot_prints_one_line_per_producer_as_kafka_does(tmp_path) -> None:

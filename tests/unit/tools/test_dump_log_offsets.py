@@ -100,8 +100,9 @@ def test_offsets_decoder_stops_the_dump_on_a_record_without_a_key(tmp_path: Path
     log.close()
     result = CliRunner().invoke(main, ["--files", str(tmp_path / SEGMENT), "--offsets-decoder"])
     assert result.exit_code == 1
-    assert "KafkaException: Failed to decode message using offset topic decoder (message had a missing key)" in (
-        result.stderr
+    assert (
+        "KafkaException: Failed to decode message using offset topic decoder (message had a missing key)"
+        in (result.stderr)
     )
 
 

@@ -35,7 +35,9 @@ def test_txn_index_dump_lists_aborted_transactions(tmp_path: Path) -> None:
     log = Log(str(tmp_path / "t-0"), LogConfig())
     log.append_as_leader(build_batch([(b"k", b"v", (), 1)], producer_id=3, producer_epoch=0, base_sequence=0,
                                      transactional=True))  # fmt: skip
-    log.append_as_leader(build_control_batch(3, 0, EndTxnMarker(ControlRecordType.ABORT, 2), 1), from_coordinator=True)
+    log.append_as_leader(
+        build_control_batch(3, 0, EndTxnMarker(ControlRecordType.ABORT, 2), 1), from_coordinator=True
+    )
     log.close()
     path = str(tmp_path / "t-0" / "00000000000000000000.txnindex")
     out = CliRunner().invoke(main, ["--files", path]).output

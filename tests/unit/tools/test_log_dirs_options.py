@@ -17,15 +17,25 @@ from kafkapy.tools.log_dirs import format_as_json
 
 @pytest.mark.timeout(10)
 def test_json_is_kafkas_compact_layout_filtered_by_topic() -> None:
-    infos = {1: {"/b": LogDirDescription(KafkaStorageException("gone"))},
-             0: {"/a": LogDirDescription(None, {TopicPartition("t", 1): ReplicaInfo(10, 0, False),
-                                                TopicPartition("u", 0): ReplicaInfo(5, 2, True)})}}
+    infos = {
+        1: {"/b": LogDirDescription(KafkaStorageException("gone"))},
+        0: {
+            "/a": LogDirDescription(
+                None,
+                {
+                    TopicPartition("t", 1): ReplicaInfo(10, 0, False),
+                    TopicPartition("u", 0): ReplicaInfo(5, 2, True),
+                },
+            )
+        },
+    }
     text = format_as_json(infos, {"t"})
     assert text == (
         '{"version":1,"brokers":[{"broker":0,"logDirs":[{"logDir":"/a","error":null,"partitions":'
         '[{"partition":"t-1","size":10,"offsetLag":0,"isFuture":false}]}]},'
         '{"broker":1,"logDirs":[{"logDir":"/b","error":"org.apache.kafka.common.errors.KafkaStorageException",'
-        '"partitions":[]}]}]}')
+        '"partitions":[]}]}]}'
+    )
     assert len(json.loads(format_as_json(infos, set()))["brokers"][0]["logDirs"][0]["partitions"]) == 2
 
 
@@ -42,13 +52,23 @@ def test_every_dir_is_described_and_logs_land_in_their_own(tmp_path: Path) -> No
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
-    logs: dict[TopicPartition, Any] = {TopicPartition("t", 0): _Log(a / "t-0", 100, 5, 5),
-                                       TopicPartition("t", 1): _Log(b / "t-1", 7, 3, 9),
-                                       TopicPartition("x", 0): _Log(b / "x-0", 1, 0, 0)}
-    results = [r.to_dict() for r in describe_log_dirs([str(a), str(b), str(tmp_path / "missing")], logs, None)]
+    logs: dict[TopicPartition, Any] = {
+        TopicPartition("t", 0): _Log(a / "t-0", 100, 5, 5),
+        TopicPartition("t", 1): _Log(b / "t-1", 7, 3, 9),
+        TopicPartition("x", 0): _Log(b / "x-0", 1, 0, 0),
+    }
+    results = [
+        r.to_dict() for r in describe_log_dirs([str(a), str(b), str(tmp_path / "missing")], logs, None)
+    ]
     assert [r["log_dir"] for r in results] == [str(a), str(b), str(tmp_path / "missing")]
-    assert results[0]["topics"] == [{"name": "t", "partitions": [
-        {"partition_index": 0, "partition_size": 100, "offset_lag": 0, "is_future_key": False}]}]
+    assert results[0]["topics"] == [
+        {
+            "name": "t",
+            "partitions": [
+                {"partition_index": 0, "partition_size": 100, "offset_lag": 0, "is_future_key": False}
+            ],
+        }
+    ]
     assert results[1]["topics"][0]["partitions"][0]["offset_lag"] == 0  # LEO ahead of HW lags nothing
     assert results[2]["error_code"] == KafkaStorageException.code
     only = [r.to_dict() for r in describe_log_dirs([str(a), str(b)], logs, {TopicPartition("x", 0)})]
@@ -104,7 +124,9 @@ def test_alter_replica_log_dir_answers_as_kafka(tmp_path: Path) -> None:
     assert manager.preferred == {t1: str(b)}  # ... with the dir kept for its creation
     manager.offline.add(str(a))  # a failed log dir (LogDirFailureChannel)
     assert alter_replica_log_dir(manager, hosted, t1, str(a)) == KafkaStorageException.code
-    assert alter_replica_log_dir(manager, {}, t0, str(b), {t0}) == KafkaStorageException.code  # replica offline
+    assert (
+        alter_replica_log_dir(manager, {}, t0, str(b), {t0}) == KafkaStorageException.code
+    )  # replica offline
 
 
 class _Cluster:
@@ -121,13 +143,25 @@ class _Cluster:
 
 
 @pytest.mark.timeout(10)
-@pytest.mark.parametrize(("args", "code", "stdout", "stderr"), [
-    (["--describe"], 1, "", 'Missing required argument "[bootstrap-server]"'),
-    (["--bootstrap-server", "h:1"], 1, "", 'Missing required argument "[describe]"'),
-    (["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,x"], 1, "", 'Error: For input string: "x"'),
-    (["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,7,9"], 1,
-     "ERROR: The given brokers do not exist from --broker-list: 7,9. Current existent brokers: 0,1", ""),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "stdout", "stderr"),
+    [
+        (["--describe"], 1, "", 'Missing required argument "[bootstrap-server]"'),
+        (["--bootstrap-server", "h:1"], 1, "", 'Missing required argument "[describe]"'),
+        (
+            ["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,x"],
+            1,
+            "",
+            'Error: For input string: "x"',
+        ),
+        (
+            ["--bootstrap-server", "h:1", "--describe", "--broker-list", "0,7,9"],
+            1,
+            "ERROR: The given brokers do not exist from --broker-list: 7,9. Current existent brokers: 0,1",
+            "",
+        ),
+    ],
+)
 def test_bad_input_gets_kafkas_message_and_queries_nothing(
     monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, stdout: str, stderr: str
 ) -> None:

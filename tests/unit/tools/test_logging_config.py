@@ -57,7 +57,9 @@ def _rolled(directory: Path, name: str, hours_ago: int) -> Path:
 def test_rolled_files_past_the_count_or_the_age_are_deleted_oldest_first(tmp_path: Path) -> None:
     files = [_rolled(tmp_path, "server.log", h) for h in (1, 2, 3, 4, 50)]
     (tmp_path / "server.log.keep-me").write_text("not a rolled file")
-    handler = HourlyRollingFileHandler(tmp_path / "server.log", Retention(max_rolled_files=3, max_age_hours=48))
+    handler = HourlyRollingFileHandler(
+        tmp_path / "server.log", Retention(max_rolled_files=3, max_age_hours=48)
+    )
     try:
         deleted = handler.delete_expired()
     finally:
@@ -65,7 +67,9 @@ def test_rolled_files_past_the_count_or_the_age_are_deleted_oldest_first(tmp_pat
     assert sorted(deleted) == sorted([files[4], files[3]])  # the oldest two past 3 files
     assert [p for p in files if p.exists()] == files[:3]
     assert (tmp_path / "server.log.keep-me").exists()
-    handler = HourlyRollingFileHandler(tmp_path / "server.log", Retention(max_rolled_files=-1, max_age_hours=1.5))
+    handler = HourlyRollingFileHandler(
+        tmp_path / "server.log", Retention(max_rolled_files=-1, max_age_hours=1.5)
+    )
     try:
         handler.delete_expired()
     finally:
@@ -84,12 +88,20 @@ def test_setup_logging_applies_levels_and_cleans_up_at_start(tmp_path: Path) -> 
         logging.getLogger("kafka.request.logger").debug("Completed request:x")
         for h in logging.getLogger("kafka.request.logger").handlers:
             h.flush()
-        assert "DEBUG Completed request:x (kafka.request.logger)" in (tmp_path / "kafka-request.log").read_text()
+        assert (
+            "DEBUG Completed request:x (kafka.request.logger)" in (tmp_path / "kafka-request.log").read_text()
+        )
     finally:
         setup_logging(tmp_path, console=False)
         logging.getLogger("kafka.request.logger").setLevel(logging.WARNING)
         logging.getLogger("some.chatty.lib").setLevel(logging.NOTSET)
-        for name in ("", "kafkapy.controller", "state.change.logger", "kafka.request.logger", "kafkapy.log.LogCleaner"):
+        for name in (
+            "",
+            "kafkapy.controller",
+            "state.change.logger",
+            "kafka.request.logger",
+            "kafkapy.log.LogCleaner",
+        ):
             for h in list(logging.getLogger(name or None).handlers):
                 if getattr(h, "_kafkapy", False):
                     logging.getLogger(name or None).removeHandler(h)

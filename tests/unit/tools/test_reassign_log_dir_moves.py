@@ -15,10 +15,14 @@ R0 = (TopicPartition("t", 0), 1)
 R1 = (TopicPartition("t", 1), 2)
 
 
-def _scripted(monkeypatch: pytest.MonkeyPatch, answers: list[dict[tuple[TopicPartition, int], int]]) -> list[set]:
+def _scripted(
+    monkeypatch: pytest.MonkeyPatch, answers: list[dict[tuple[TopicPartition, int], int]]
+) -> list[set]:
     asked: list[set] = []
 
-    def fake(admin: object, moves: Mapping[tuple[TopicPartition, int], str]) -> dict[tuple[TopicPartition, int], int]:
+    def fake(
+        admin: object, moves: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], int]:
         asked.append(set(moves))
         answer = answers.pop(0)
         return {r: answer[r] for r in moves}
@@ -33,15 +37,19 @@ def test_not_yet_available_replicas_are_asked_again(monkeypatch: pytest.MonkeyPa
     out: list[str] = []
     admin_actions.execute_moves(None, {R0: "/a", R1: "/b"}, 10_000, out.append, sleep=lambda s: None)  # type: ignore[arg-type]
     assert asked == [{R0, R1}, {R1}, {R1}]
-    assert out == ["Successfully started log directory move for: t-0-1",
-                   "Successfully started log directory move for: t-1-2"]
+    assert out == [
+        "Successfully started log directory move for: t-0-1",
+        "Successfully started log directory move for: t-1-2",
+    ]
 
 
 @pytest.mark.timeout(10)
 def test_timeout_and_errors_fail_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
     _scripted(monkeypatch, [{R0: 9, R1: 9}])
-    with pytest.raises(TerseReassignmentFailure, match="Timed out before log directory moves could be started for: "
-                                                       "t-0-1,t-1-2"):
+    with pytest.raises(
+        TerseReassignmentFailure,
+        match="Timed out before log directory moves could be started for: t-0-1,t-1-2",
+    ):
         admin_actions.execute_moves(None, {R0: "/a", R1: "/b"}, 0, [].append, sleep=lambda s: None)  # type: ignore[arg-type]
     _scripted(monkeypatch, [{R0: 57}])
     with pytest.raises(AdminCommandFailedError, match="Failed to alter dir for t-0-1"):
@@ -53,9 +61,15 @@ def test_verify_reports_each_replicas_move_as_kafka(monkeypatch: pytest.MonkeyPa
     from kafkapy.client.log_dirs import LogDirDescription, ReplicaInfo
 
     t0, t1, t2, t3 = (TopicPartition("t", p) for p in range(4))
-    info = {1: {"/a": LogDirDescription(None, {t0: ReplicaInfo(1, 0, False), t1: ReplicaInfo(1, 0, False),
-                                               t2: ReplicaInfo(1, 0, False)}),
-                "/b": LogDirDescription(None, {t1: ReplicaInfo(1, 5, True), t3: ReplicaInfo(1, 0, False)})}}
+    info = {
+        1: {
+            "/a": LogDirDescription(
+                None,
+                {t0: ReplicaInfo(1, 0, False), t1: ReplicaInfo(1, 0, False), t2: ReplicaInfo(1, 0, False)},
+            ),
+            "/b": LogDirDescription(None, {t1: ReplicaInfo(1, 5, True), t3: ReplicaInfo(1, 0, False)}),
+        }
+    }
 
     class _Admin:
         def live_brokers(self) -> set[int]:

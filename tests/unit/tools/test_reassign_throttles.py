@@ -30,8 +30,10 @@ def test_an_ongoing_reassignment_counts_from_its_original_replicas() -> None:
 
 
 def test_throttled_replica_lists_per_topic_sorted_as_text() -> None:
-    moves = calculate_moves({T0: [2, 3], TopicPartition("t", 10): [2], U0: [1]},
-                            {T0: [0, 1], TopicPartition("t", 10): [0], U0: [1]})
+    moves = calculate_moves(
+        {T0: [2, 3], TopicPartition("t", 10): [2], U0: [1]},
+        {T0: [0, 1], TopicPartition("t", 10): [0], U0: [1]},
+    )
     assert leader_throttles(moves) == {"t": "0:0,0:1,10:0", "u": "0:1"}
     assert follower_throttles(moves) == {"t": "0:2,0:3,10:2"}
     assert topic_throttle_configs(moves) == {
@@ -43,6 +45,10 @@ def test_throttled_replica_lists_per_topic_sorted_as_text() -> None:
 
 def test_clearing_lines_are_kafkas() -> None:
     assert clearing_lines([2, 0, 1], ["t"]) == [
-        "Clearing broker-level throttles on brokers 0,1,2", "Clearing topic-level throttles on topic t"]
+        "Clearing broker-level throttles on brokers 0,1,2",
+        "Clearing topic-level throttles on topic t",
+    ]
     assert clearing_lines([0], ["t", "u"]) == [
-        "Clearing broker-level throttles on broker 0", "Clearing topic-level throttles on topics t,u"]
+        "Clearing broker-level throttles on broker 0",
+        "Clearing topic-level throttles on topics t,u",
+    ]

@@ -36,8 +36,14 @@ class _NoTouchZk:
 
 def _plan(tmp_path: Path, log_dirs: list[str]) -> str:
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "t", "partition": 0, "replicas": [0, 1], "log_dirs": log_dirs}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": "t", "partition": 0, "replicas": [0, 1], "log_dirs": log_dirs}],
+            }
+        )
+    )
     return str(path)
 
 
@@ -47,22 +53,43 @@ def test_log_dirs_through_zookeeper_are_refused_as_kafka_refuses_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str
 ) -> None:
     monkeypatch.setattr(reassign_partitions, "KafkaZkClient", _NoTouchZk)
-    result = CliRunner().invoke(reassign_partitions.command, [
-        "--zookeeper", "127.0.0.1:1", action, "--reassignment-json-file", _plan(tmp_path, ["/data/a", "any"])])
+    result = CliRunner().invoke(
+        reassign_partitions.command,
+        [
+            "--zookeeper",
+            "127.0.0.1:1",
+            action,
+            "--reassignment-json-file",
+            _plan(tmp_path, ["/data/a", "any"]),
+        ],
+    )
     assert result.exit_code == 1
-    assert result.stdout.splitlines() == ["Warning: --zookeeper is deprecated, and will be removed in a future "
-                                          "version of Kafka."]
+    assert result.stdout.splitlines() == [
+        "Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka."
+    ]
     assert result.stderr.splitlines() == [
-        "Error: bootstrap-server needs to be provided when replica reassignments are present."]
+        "Error: bootstrap-server needs to be provided when replica reassignments are present."
+    ]
 
 
 @pytest.mark.timeout(10)
 def test_the_log_dir_throttle_needs_bootstrap_server(tmp_path: Path) -> None:
-    result = CliRunner().invoke(reassign_partitions.command, [
-        "--zookeeper", "127.0.0.1:1", "--execute", "--reassignment-json-file", _plan(tmp_path, ["any", "any"]),
-        "--replica-alter-log-dirs-throttle", "1000"])
+    result = CliRunner().invoke(
+        reassign_partitions.command,
+        [
+            "--zookeeper",
+            "127.0.0.1:1",
+            "--execute",
+            "--reassignment-json-file",
+            _plan(tmp_path, ["any", "any"]),
+            "--replica-alter-log-dirs-throttle",
+            "1000",
+        ],
+    )
     assert result.exit_code == 1
-    assert 'You must specify --bootstrap-server when using "[replica-alter-log-dirs-throttle]"' in result.stderr
+    assert (
+        'You must specify --bootstrap-server when using "[replica-alter-log-dirs-throttle]"' in result.stderr
+    )
 
 
 @pytest.mark.timeout(10)

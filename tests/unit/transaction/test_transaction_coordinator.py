@@ -52,7 +52,9 @@ class FakeReplicaManager:
             header = read_header(batch)
             if header.is_control:
                 m = parse_control_batch(batch)
-                out.append((tp.topic, tp.partition, header.producer_epoch, m.control_type, m.coordinator_epoch))
+                out.append(
+                    (tp.topic, tp.partition, header.producer_epoch, m.control_type, m.coordinator_epoch)
+                )
         return out
 
 
@@ -74,12 +76,16 @@ def make() -> tuple[TransactionCoordinator, FakeReplicaManager]:
     )  # fmt: skip
     ids = iter(range(1000, 2000))
     rm = FakeReplicaManager()
-    tc = TransactionCoordinator(0, config, rm, SimpleNamespace(generate_producer_id=lambda: next(ids)), FakeCache(), None)
+    tc = TransactionCoordinator(
+        0, config, rm, SimpleNamespace(generate_producer_id=lambda: next(ids)), FakeCache(), None
+    )
     tc.active = True
     return tc, rm
 
 
-def run(body: Callable[[TransactionCoordinator, FakeReplicaManager], Awaitable[None]], load: bool = True) -> None:
+def run(
+    body: Callable[[TransactionCoordinator, FakeReplicaManager], Awaitable[None]], load: bool = True
+) -> None:
     async def main() -> None:
         tc, rm = make()
         if load:

@@ -23,7 +23,14 @@ def test_racks_alternate_in_the_broker_list():
 
 def test_placement_matches_kafkas():
     assert assign_replicas_rack_aware(RACKS, 7, 3, fixed_start_index=0, start_partition_id=0) == {
-        0: [0, 3, 1], 1: [3, 1, 5], 2: [1, 5, 4], 3: [5, 4, 2], 4: [4, 2, 0], 5: [2, 0, 3], 6: [0, 4, 2]}
+        0: [0, 3, 1],
+        1: [3, 1, 5],
+        2: [1, 5, 4],
+        3: [5, 4, 2],
+        4: [4, 2, 0],
+        5: [2, 0, 3],
+        6: [0, 4, 2],
+    }
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -112,8 +112,13 @@ class _WritingZk(_FakeZk):
     def get_all_topics_in_cluster(self) -> list[str]:
         return []
 
-    def create_topic_assignment(self, topic: str, topic_id: str | None, assignment: Mapping[int, Any],
-                                configs: Mapping[str, str] | None = None) -> None:
+    def create_topic_assignment(
+        self,
+        topic: str,
+        topic_id: str | None,
+        assignment: Mapping[int, Any],
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
         self.written = dict(assignment)
 
     def close(self) -> None:

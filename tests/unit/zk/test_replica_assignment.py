@@ -14,8 +14,16 @@ from kafkapy.zk.replica_assignment import assign_replicas_to_brokers
 def test_matches_kafkas_fixed_start_example() -> None:
     # The expectation of Kafka's AdminTest.testReplicaAssignment.
     assert assign_replicas_to_brokers([0, 1, 2, 3, 4], 10, 3, fixed_start_index=0) == {
-        0: [0, 1, 2], 1: [1, 2, 3], 2: [2, 3, 4], 3: [3, 4, 0], 4: [4, 0, 1],
-        5: [0, 2, 3], 6: [1, 3, 4], 7: [2, 4, 0], 8: [3, 0, 1], 9: [4, 1, 2],
+        0: [0, 1, 2],
+        1: [1, 2, 3],
+        2: [2, 3, 4],
+        3: [3, 4, 0],
+        4: [4, 0, 1],
+        5: [0, 2, 3],
+        6: [1, 3, 4],
+        7: [2, 4, 0],
+        8: [3, 0, 1],
+        9: [4, 1, 2],
     }
 
 
@@ -52,7 +60,9 @@ def test_start_partition_id_numbers_new_partitions() -> None:
 
 
 def test_errors_have_kafkas_messages() -> None:
-    with pytest.raises(InvalidReplicationFactorException, match=r"^Replication factor: 3 larger than available brokers: 1\.$"):
+    with pytest.raises(
+        InvalidReplicationFactorException, match=r"^Replication factor: 3 larger than available brokers: 1\.$"
+    ):
         assign_replicas_to_brokers([0], 1, 3)
     with pytest.raises(InvalidReplicationFactorException, match="must be larger than 0"):
         assign_replicas_to_brokers([0], 1, 0)

@@ -15,7 +15,9 @@ from kafkapy.zk.topic_name import (
 )
 
 
-@pytest.mark.parametrize("name", ["a", "valid-topic_1.x", "A" * MAX_NAME_LENGTH, "...a", "__consumer_offsets"])
+@pytest.mark.parametrize(
+    "name", ["a", "valid-topic_1.x", "A" * MAX_NAME_LENGTH, "...a", "__consumer_offsets"]
+)
 def test_legal_names(name: str) -> None:
     validate_topic_name(name)
 

@@ -54,7 +54,10 @@ def test_credentials_from_kafka_opts(tmp_path: Path) -> None:
     env = {"KAFKA_OPTS": f"-Xmx1G -Djava.security.auth.login.config={jaas} -Dfoo=bar"}
     assert login_config_path(env) == str(jaas)
     assert zk_credentials(env) == ZkCredentials("kafka", "kafka-secret")
-    assert tool_zk_security(env) == {"credentials": ZkCredentials("kafka", "kafka-secret"), "secure_acls": True}
+    assert tool_zk_security(env) == {
+        "credentials": ZkCredentials("kafka", "kafka-secret"),
+        "secure_acls": True,
+    }
     assert zk_credentials({}) is None
     assert tool_zk_security({}) == {"credentials": None, "secure_acls": False}
     other = {"KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas} -Dzookeeper.sasl.clientconfig=Nope"}
@@ -64,7 +67,14 @@ def test_credentials_from_kafka_opts(tmp_path: Path) -> None:
 
 
 def test_default_acls_as_kafka_zk_data() -> None:
-    for path in ("/brokers/ids/0", "/brokers/topics/t", "/config/topics/t", "/controller", "/config", "/kafka"):
+    for path in (
+        "/brokers/ids/0",
+        "/brokers/topics/t",
+        "/config/topics/t",
+        "/controller",
+        "/config",
+        "/kafka",
+    ):
         assert default_acls(True, path) == [CREATOR_ALL, WORLD_READ], path
     for path in ("/config/users", "/config/users/alice", "/config/brokers/0", "/delegation_token/tokens/x"):
         assert default_acls(True, path) == [CREATOR_ALL], path
@@ -73,13 +83,18 @@ def test_default_acls_as_kafka_zk_data() -> None:
 
 
 def test_no_auth_error_names_the_path() -> None:
-    assert str(ZkNoAuthError("/brokers/topics/t")).startswith("KeeperErrorCode = NoAuth for /brokers/topics/t")
+    assert str(ZkNoAuthError("/brokers/topics/t")).startswith(
+        "KeeperErrorCode = NoAuth for /brokers/topics/t"
+    )
 
 
 @pytest.mark.timeout(10)
 def test_set_acl_without_credentials_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKA_OPTS", raising=False)
     config = SimpleNamespace(zookeeper_set_acl=True)
-    with pytest.raises(ZkSecurityError, match=r"^zookeeper.set.acl is true, but the verification of the JAAS "
-                                              r"login file failed\."):
+    with pytest.raises(
+        ZkSecurityError,
+        match=r"^zookeeper.set.acl is true, but the verification of the JAAS "
+        r"login file failed\.",
+    ):
         ZooKeeperConnection(config).connect()

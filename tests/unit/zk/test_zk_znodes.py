@@ -105,7 +105,10 @@ def test_broker_registration_v5_is_kafkas_exact_json() -> None:
 
 
 def test_broker_registration_with_rack_and_several_listeners() -> None:
-    endpoints = (EndPoint("INTERNAL", "10.0.0.1", 9093, "SASL_PLAINTEXT"), EndPoint("CLIENT", "h", 9092, "PLAINTEXT"))
+    endpoints = (
+        EndPoint("INTERNAL", "10.0.0.1", 9093, "SASL_PLAINTEXT"),
+        EndPoint("CLIENT", "h", 9092, "PLAINTEXT"),
+    )
     broker = BrokerInfo(7, endpoints, rack="dc1", timestamp=5)
     assert BrokerIdZNode.encode(broker) == (
         b'{"listener_security_protocol_map":{"INTERNAL":"SASL_PLAINTEXT","CLIENT":"PLAINTEXT"},'
@@ -122,14 +125,23 @@ def test_broker_without_plaintext_listener_has_null_host_and_port_minus_one() ->
 
 
 def test_broker_registration_decodes_what_older_kafkas_wrote() -> None:
-    v4 = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://zjj101:9092"],'
-          b'"jmx_port":-1,"host":"zjj101","timestamp":"1614570663881","port":9092,"version":4}')
+    v4 = (
+        b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://zjj101:9092"],'
+        b'"jmx_port":-1,"host":"zjj101","timestamp":"1614570663881","port":9092,"version":4}'
+    )
     b = BrokerIdZNode.decode(101, v4)
-    assert (b.id, b.version, b.endpoints, b.rack) == (101, 4, (EndPoint("PLAINTEXT", "zjj101", 9092, "PLAINTEXT"),), None)
+    assert (b.id, b.version, b.endpoints, b.rack) == (
+        101,
+        4,
+        (EndPoint("PLAINTEXT", "zjj101", 9092, "PLAINTEXT"),),
+        None,
+    )
     v2 = b'{"version":2,"host":"h","port":9092,"jmx_port":9999,"timestamp":"1","endpoints":["SSL://h:9093"]}'
     assert BrokerIdZNode.decode(2, v2).endpoints == (EndPoint("SSL", "h", 9093, "SSL"),)
     v1 = b'{"version":1,"host":"192.168.1.148","port":9092,"jmx_port":9999}'
-    assert BrokerIdZNode.decode(1, v1).endpoints == (EndPoint("PLAINTEXT", "192.168.1.148", 9092, "PLAINTEXT"),)
+    assert BrokerIdZNode.decode(1, v1).endpoints == (
+        EndPoint("PLAINTEXT", "192.168.1.148", 9092, "PLAINTEXT"),
+    )
     with pytest.raises(ZkDataError, match="Unsupported version of broker registration"):
         BrokerIdZNode.decode(5, b'{"version":0}')
     with pytest.raises(ZkDataError, match="registration for broker 5"):
@@ -145,8 +157,10 @@ def test_ipv6_endpoints_are_bracketed_and_parse_back() -> None:
 def test_topic_znode_v3_json_with_topic_id() -> None:
     data = TopicZNode.encode("EVqmhOhVQKOG3Hh4sZRZxQ", {0: [1, 2], 1: [2, 0]})
     assert TopicZNode.path("t") == "/brokers/topics/t"
-    assert data == (b'{"removing_replicas":{},"partitions":{"0":[1,2],"1":[2,0]},'
-                    b'"topic_id":"EVqmhOhVQKOG3Hh4sZRZxQ","adding_replicas":{},"version":3}')
+    assert data == (
+        b'{"removing_replicas":{},"partitions":{"0":[1,2],"1":[2,0]},'
+        b'"topic_id":"EVqmhOhVQKOG3Hh4sZRZxQ","adding_replicas":{},"version":3}'
+    )
     decoded = TopicZNode.decode("t", data)
     assert decoded.topic_id == "EVqmhOhVQKOG3Hh4sZRZxQ"
     assert decoded.replicas() == {0: [1, 2], 1: [2, 0]}
@@ -155,14 +169,19 @@ def test_topic_znode_v3_json_with_topic_id() -> None:
 def test_topic_znode_keeps_reassignment_in_flight() -> None:
     ra = ReplicaAssignment((1, 2, 3), adding_replicas=(3,), removing_replicas=(1,))
     data = TopicZNode.encode(None, {0: ra})
-    assert data == b'{"removing_replicas":{"0":[1]},"partitions":{"0":[1,2,3]},"adding_replicas":{"0":[3]},"version":3}'
+    assert (
+        data
+        == b'{"removing_replicas":{"0":[1]},"partitions":{"0":[1,2,3]},"adding_replicas":{"0":[3]},"version":3}'
+    )
     assert TopicZNode.decode("t", data).assignment == {0: ra}
 
 
 def test_topic_znode_decodes_v1_and_v2_without_topic_id() -> None:
     v1 = TopicZNode.decode("t", b'{"version":1,"partitions":{"1":[101,103],"0":[103,102]}}')
     assert v1.topic_id is None and v1.replicas() == {0: [103, 102], 1: [101, 103]}
-    v2 = TopicZNode.decode("t", b'{"version":2,"partitions":{"0":[0]},"adding_replicas":{},"removing_replicas":{}}')
+    v2 = TopicZNode.decode(
+        "t", b'{"version":2,"partitions":{"0":[0]},"adding_replicas":{},"removing_replicas":{}}'
+    )
     assert v2.topic_id is None and v2.replicas() == {0: [0]}
 
 
@@ -210,11 +229,17 @@ def test_sanitizer_matches_kafkas() -> None:
 
 def test_isr_change_notification() -> None:
     assert IsrChangeNotificationSequenceZNode.path() == "/isr_change_notification/isr_change_"
-    assert IsrChangeNotificationSequenceZNode.path("0000000001") == "/isr_change_notification/isr_change_0000000001"
+    assert (
+        IsrChangeNotificationSequenceZNode.path("0000000001")
+        == "/isr_change_notification/isr_change_0000000001"
+    )
     data = IsrChangeNotificationSequenceZNode.encode({TopicPartition("t", 0)})
     assert data == b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
     assert IsrChangeNotificationSequenceZNode.decode(data) == {("t", 0)}
-    assert IsrChangeNotificationSequenceZNode.sequence_number("/isr_change_notification/isr_change_0000000042") == "0000000042"
+    assert (
+        IsrChangeNotificationSequenceZNode.sequence_number("/isr_change_notification/isr_change_0000000042")
+        == "0000000042"
+    )
 
 
 def test_log_dir_event_notification() -> None:
@@ -265,7 +290,17 @@ def test_legacy_consumer_znodes() -> None:
 
 def test_persistent_paths_are_kafkas() -> None:
     assert PERSISTENT_ZK_PATHS == (
-        "/consumers", "/brokers/ids", "/brokers/topics", "/config/changes", "/admin/delete_topics",
-        "/brokers/seqid", "/isr_change_notification", "/latest_producer_id_block",
-        "/log_dir_event_notification", "/config/topics", "/config/clients", "/config/users", "/config/brokers",
+        "/consumers",
+        "/brokers/ids",
+        "/brokers/topics",
+        "/config/changes",
+        "/admin/delete_topics",
+        "/brokers/seqid",
+        "/isr_change_notification",
+        "/latest_producer_id_block",
+        "/log_dir_event_notification",
+        "/config/topics",
+        "/config/clients",
+        "/config/users",
+        "/config/brokers",
     )

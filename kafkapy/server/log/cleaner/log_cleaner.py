@@ -147,7 +147,8 @@ class LogCleaner:
             # The disk under the log failed: the dir goes offline (Kafka's cleaner reports it the same way).
             if log.failure_channel is not None:
                 log.failure_channel.maybe_add_offline_log_dir(
-                    log_dir, f"Failed to clean up log for {tp} in dir {log_dir} due to IOException", e)
+                    log_dir, f"Failed to clean up log for {tp} in dir {log_dir} due to IOException", e
+                )
             else:
                 logger.exception("Cleaner %d: I/O error cleaning log %s", cleaner.id, log.name)
         except Exception:
