@@ -116,7 +116,7 @@ class KafkaServer:
     # -- startup --------------------------------------------------------------------------------
 
     async def startup(self) -> None:
-        from kafkapy.server.apis.kafka_apis import KafkaApis
+        from kafkapy.server.apis.kafka_apis import ApiCollaborators, KafkaApis
         from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig
         from kafkapy.server.log.log_config import LogConfig
         from kafkapy.server.log.log_manager import LogManager
@@ -132,8 +132,9 @@ class KafkaServer:
         self._inter_broker_security = inter_broker_client_security(self.config)
         await loop.run_in_executor(None, self.zk.connect)
         zk = self.zk.client
-        self.cluster_id = await loop.run_in_executor(None, zk.get_or_create_cluster_id)
-        log.info("Cluster ID = %s", self.cluster_id)
+        cluster_id: str = await loop.run_in_executor(None, zk.get_or_create_cluster_id)
+        self.cluster_id = cluster_id
+        log.info("Cluster ID = %s", cluster_id)
         if self.broker_id < 0:
             self.broker_id = await loop.run_in_executor(None, zk.generate_broker_id)
 
@@ -152,7 +153,7 @@ class KafkaServer:
         # Only the dirs that could be created and locked: a failed one is offline from the start.
         await loop.run_in_executor(
             None,
-            check_and_write_meta_properties,  # type: ignore[arg-type]  # set just above
+            check_and_write_meta_properties,
             self.log_manager.live_log_dirs,
             self.broker_id,
             self.cluster_id,
@@ -191,7 +192,6 @@ class KafkaServer:
         await loop.run_in_executor(None, self.token_manager.startup)
         if self.token_manager.enabled:
             self._token_expiry_task = loop.create_task(self._expire_tokens_periodically())
-        self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
         # Before the controller starts: its first LeaderAndIsr may make us lead __consumer_offsets.
@@ -204,6 +204,25 @@ class KafkaServer:
             self.group_coordinator, self.inter_broker_security,
         )  # fmt: skip
         self.transaction_coordinator.startup()
+        self.apis = KafkaApis(
+            ApiCollaborators(
+                config=self.config,
+                broker_id=self.broker_id,
+                cluster_id=cluster_id,
+                zk=zk,
+                replica_manager=self.replica_manager,
+                metadata_cache=self.metadata_cache,
+                log_manager=self.log_manager,
+                log_config_for=self._log_config_for,
+                dynamic_broker_config=self.dynamic_broker_config,
+                producer_id_manager=self.producer_id_manager,
+                group_coordinator=self.group_coordinator,
+                transaction_coordinator=self.transaction_coordinator,
+                client_quotas=self.client_quotas,
+                token_manager=self.token_manager,
+                authorizer=self.authorizer,
+            )
+        )
         from kafkapy.protocol import framing
 
         api_name = _api_name
@@ -252,6 +271,7 @@ class KafkaServer:
             ),
         )
         await loop.run_in_executor(None, self.controller.startup)
+        self.apis.bind_controller(self.registration, self.controller)
         self.metrics.bind(self)
         if self.config.kafkapy_metrics_port >= 0:
             self.metrics_server = MetricsServer(

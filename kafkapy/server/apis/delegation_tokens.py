@@ -46,7 +46,7 @@ from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
 
 
 def _manager(apis: KafkaApis) -> Any:
-    return getattr(apis.server, "token_manager", None)
+    return apis.token_manager
 
 
 def _security_protocol(apis: KafkaApis, request: Request) -> str:

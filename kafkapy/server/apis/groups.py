@@ -63,7 +63,7 @@ _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 
 
 def coordinator(apis: KafkaApis) -> Any:
-    return getattr(apis.server, "group_coordinator", None)
+    return apis.group_coordinator
 
 
 # -- FindCoordinator ---------------------------------------------------------------------------
@@ -140,7 +140,7 @@ async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) 
         from kafkapy.server.apis.transaction_topic import ensure_transaction_topic
         from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
-        tc = getattr(apis.server, "transaction_coordinator", None)
+        tc = apis.transaction_coordinator
         if tc is None or not tc.active:
             return _coordinator_error(key, _NOT_AVAILABLE)
         if not key:

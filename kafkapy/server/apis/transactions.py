@@ -63,7 +63,7 @@ _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 
 
 def txn_coordinator(apis: KafkaApis) -> Any:
-    tc = getattr(apis.server, "transaction_coordinator", None)
+    tc = apis.transaction_coordinator
     return tc if tc is not None and tc.active else None
 
 
@@ -171,7 +171,7 @@ async def handle_write_txn_markers(
 ) -> WriteTxnMarkersResponse:
     """A coordinator's markers for partitions this broker leads (errors per partition)."""
     timeout_ms = int(apis.config.request_timeout_ms)
-    gc = getattr(apis.server, "group_coordinator", None)
+    gc = apis.group_coordinator
     allowed = authorize_cluster(apis, request, Operation.CLUSTER_ACTION)
     results = []
     for m in body.markers:
@@ -239,7 +239,7 @@ async def handle_txn_offset_commit(
                 p.committed_metadata or "",
                 now,
             )
-    gc = getattr(apis.server, "group_coordinator", None)
+    gc = apis.group_coordinator
     if offsets:
         if gc is None:
             codes.update(dict.fromkeys(offsets, _NOT_AVAILABLE))
