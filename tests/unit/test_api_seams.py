@@ -38,3 +38,26 @@ def test_no_handler_reaches_through_the_server() -> None:
 def test_collaborators_are_typed() -> None:
     for field in dataclasses.fields(ApiCollaborators):
         assert "Any" not in str(field.type), field.name
+
+
+def _server_imports(package: Path) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            else:
+                continue
+            found += [
+                f"{path}:{node.lineno}: {m}" for m in modules if m.split(".")[:2] == ["kafkapy", "server"]
+            ]
+    return found
+
+
+def test_zookeeper_model_and_common_import_nothing_from_the_server() -> None:
+    """kafkapy.zk (Kafka's kafka.zk) and kafkapy.common are shared by the broker, the tools and
+    the clients: they may not depend on the broker, not even at type-checking time."""
+    root = Path(apis_package.__file__).parents[2]
+    assert _server_imports(root / "zk") + _server_imports(root / "common") == []
