@@ -13,7 +13,7 @@ import logging
 import signal
 import time
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkapy.server.broker_registration import BrokerRegistration
 from kafkapy.server.dynamic_broker_config import LOG_CONFIGS, DynamicBrokerConfig
@@ -31,6 +31,12 @@ from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
 from kafkapy.server.security.acl_authorizer import AclAuthorizer
 from kafkapy.server.zk_connection import ZooKeeperConnection
+
+if TYPE_CHECKING:
+    from kafkapy.server.apis.kafka_apis import KafkaApis
+    from kafkapy.server.controller.kafka_controller import KafkaController
+    from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
+    from kafkapy.server.transaction.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
 
@@ -62,10 +68,10 @@ class KafkaServer:
         self.metadata_cache: MetadataCache | None = None
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
-        self.apis: Any = None
-        self.controller: Any = None
-        self.group_coordinator: Any = None
-        self.transaction_coordinator: Any = None
+        self.apis: KafkaApis | None = None
+        self.controller: KafkaController | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.producer_id_manager: ProducerIdManager | None = None
         # How the controller and the replica fetchers connect to the inter-broker listener.
         self._inter_broker_security: Any = None
@@ -261,7 +267,7 @@ class KafkaServer:
         from kafkapy.server.controller.kafka_controller import KafkaController
 
         security = self._inter_broker_security
-        self.controller = KafkaController(
+        self.controller = controller = KafkaController(
             self.config,
             zk,
             self.registration.broker_info,
@@ -270,25 +276,27 @@ class KafkaServer:
                 host, port, client_id, timeout, security
             ),
         )
-        await loop.run_in_executor(None, self.controller.startup)
-        self.apis.bind_controller(self.registration, self.controller)
+        await loop.run_in_executor(None, controller.startup)
+        self.apis.bind_controller(self.registration, controller)
         self.metrics.bind(self)
         if self.config.kafkapy_metrics_port >= 0:
             self.metrics_server = MetricsServer(
                 self.config.kafkapy_metrics_host, self.config.kafkapy_metrics_port, self.metrics.registry
             )
             await loop.run_in_executor(None, self.metrics_server.start)
-        await self._await_cluster_metadata(loop)
+        await self._await_cluster_metadata(loop, controller)
         self.apis.start_processing()
         self.state = BrokerState.RunningAsBroker
         log.info("%s started", self.log_ident)
 
-    async def _await_cluster_metadata(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _await_cluster_metadata(
+        self, loop: asyncio.AbstractEventLoop, controller: KafkaController
+    ) -> None:
         """Kafka's order: clients are served last. Wait (bounded) until the election is decided and
         the controller's first UpdateMetadata has arrived, so no client is told "no controller"
         and an empty broker list by a broker that has just registered."""
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
-        await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
+        await loop.run_in_executor(None, controller.await_election, STARTUP_METADATA_WAIT_S)
         try:
             await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))  # type: ignore[union-attr]  # created earlier in startup
         except TimeoutError:
@@ -296,7 +304,7 @@ class KafkaServer:
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "
                 "requests with this broker's own view until it arrives",
                 self.log_ident,
-                self.controller.active_controller_id,
+                controller.active_controller_id,
                 STARTUP_METADATA_WAIT_S,
             )
 
