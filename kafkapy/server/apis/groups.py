@@ -51,6 +51,7 @@ from kafkapy.protocol.generated.sync_group_request import SyncGroupRequest
 from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
@@ -62,7 +63,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 
 
-def coordinator(apis: KafkaApis) -> Any:
+def coordinator(apis: KafkaApis) -> GroupCoordinator:
     return apis.group_coordinator
 
 
