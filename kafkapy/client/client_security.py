@@ -24,7 +24,7 @@ class ClientConfigError(ValueError):
 
 
 def client_security(props: Mapping[str, str]) -> ClientSecurity:
-    from kafkapy.server.security.jaas import JaasConfigError, single_module
+    from kafkapy.common.jaas import JaasConfigError, single_module
     from kafkapy.server.security.listener_security import ListenerSettings
     from kafkapy.server.security.ssl_context import client_context
 

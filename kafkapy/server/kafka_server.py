@@ -13,7 +13,7 @@ import logging
 import signal
 import time
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkapy.server.broker_registration import BrokerRegistration
 from kafkapy.server.dynamic_broker_config import LOG_CONFIGS, DynamicBrokerConfig
@@ -31,6 +31,12 @@ from kafkapy.server.replica_manager import ReplicaManager
 from kafkapy.server.replication_quota import ReplicationQuotas
 from kafkapy.server.security.acl_authorizer import AclAuthorizer
 from kafkapy.server.zk_connection import ZooKeeperConnection
+
+if TYPE_CHECKING:
+    from kafkapy.server.apis.kafka_apis import KafkaApis
+    from kafkapy.server.controller.kafka_controller import KafkaController
+    from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
+    from kafkapy.server.transaction.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
 
@@ -62,10 +68,10 @@ class KafkaServer:
         self.metadata_cache: MetadataCache | None = None
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
-        self.apis: Any = None
-        self.controller: Any = None
-        self.group_coordinator: Any = None
-        self.transaction_coordinator: Any = None
+        self.apis: KafkaApis | None = None
+        self.controller: KafkaController | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.producer_id_manager: ProducerIdManager | None = None
         # How the controller and the replica fetchers connect to the inter-broker listener.
         self._inter_broker_security: Any = None
@@ -116,7 +122,7 @@ class KafkaServer:
     # -- startup --------------------------------------------------------------------------------
 
     async def startup(self) -> None:
-        from kafkapy.server.apis.kafka_apis import KafkaApis
+        from kafkapy.server.apis.kafka_apis import ApiCollaborators, KafkaApis
         from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig
         from kafkapy.server.log.log_config import LogConfig
         from kafkapy.server.log.log_manager import LogManager
@@ -132,8 +138,9 @@ class KafkaServer:
         self._inter_broker_security = inter_broker_client_security(self.config)
         await loop.run_in_executor(None, self.zk.connect)
         zk = self.zk.client
-        self.cluster_id = await loop.run_in_executor(None, zk.get_or_create_cluster_id)
-        log.info("Cluster ID = %s", self.cluster_id)
+        cluster_id: str = await loop.run_in_executor(None, zk.get_or_create_cluster_id)
+        self.cluster_id = cluster_id
+        log.info("Cluster ID = %s", cluster_id)
         if self.broker_id < 0:
             self.broker_id = await loop.run_in_executor(None, zk.generate_broker_id)
 
@@ -152,7 +159,7 @@ class KafkaServer:
         # Only the dirs that could be created and locked: a failed one is offline from the start.
         await loop.run_in_executor(
             None,
-            check_and_write_meta_properties,  # type: ignore[arg-type]  # set just above
+            check_and_write_meta_properties,
             self.log_manager.live_log_dirs,
             self.broker_id,
             self.cluster_id,
@@ -191,7 +198,6 @@ class KafkaServer:
         await loop.run_in_executor(None, self.token_manager.startup)
         if self.token_manager.enabled:
             self._token_expiry_task = loop.create_task(self._expire_tokens_periodically())
-        self.apis = KafkaApis(self)
         from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 
         # Before the controller starts: its first LeaderAndIsr may make us lead __consumer_offsets.
@@ -204,6 +210,25 @@ class KafkaServer:
             self.group_coordinator, self.inter_broker_security,
         )  # fmt: skip
         self.transaction_coordinator.startup()
+        self.apis = KafkaApis(
+            ApiCollaborators(
+                config=self.config,
+                broker_id=self.broker_id,
+                cluster_id=cluster_id,
+                zk=zk,
+                replica_manager=self.replica_manager,
+                metadata_cache=self.metadata_cache,
+                log_manager=self.log_manager,
+                log_config_for=self._log_config_for,
+                dynamic_broker_config=self.dynamic_broker_config,
+                producer_id_manager=self.producer_id_manager,
+                group_coordinator=self.group_coordinator,
+                transaction_coordinator=self.transaction_coordinator,
+                client_quotas=self.client_quotas,
+                token_manager=self.token_manager,
+                authorizer=self.authorizer,
+            )
+        )
         from kafkapy.protocol import framing
 
         api_name = _api_name
@@ -242,7 +267,7 @@ class KafkaServer:
         from kafkapy.server.controller.kafka_controller import KafkaController
 
         security = self._inter_broker_security
-        self.controller = KafkaController(
+        self.controller = controller = KafkaController(
             self.config,
             zk,
             self.registration.broker_info,
@@ -251,24 +276,27 @@ class KafkaServer:
                 host, port, client_id, timeout, security
             ),
         )
-        await loop.run_in_executor(None, self.controller.startup)
+        await loop.run_in_executor(None, controller.startup)
+        self.apis.bind_controller(self.registration, controller)
         self.metrics.bind(self)
         if self.config.kafkapy_metrics_port >= 0:
             self.metrics_server = MetricsServer(
                 self.config.kafkapy_metrics_host, self.config.kafkapy_metrics_port, self.metrics.registry
             )
             await loop.run_in_executor(None, self.metrics_server.start)
-        await self._await_cluster_metadata(loop)
+        await self._await_cluster_metadata(loop, controller)
         self.apis.start_processing()
         self.state = BrokerState.RunningAsBroker
         log.info("%s started", self.log_ident)
 
-    async def _await_cluster_metadata(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _await_cluster_metadata(
+        self, loop: asyncio.AbstractEventLoop, controller: KafkaController
+    ) -> None:
         """Kafka's order: clients are served last. Wait (bounded) until the election is decided and
         the controller's first UpdateMetadata has arrived, so no client is told "no controller"
         and an empty broker list by a broker that has just registered."""
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
-        await loop.run_in_executor(None, self.controller.await_election, STARTUP_METADATA_WAIT_S)
+        await loop.run_in_executor(None, controller.await_election, STARTUP_METADATA_WAIT_S)
         try:
             await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))  # type: ignore[union-attr]  # created earlier in startup
         except TimeoutError:
@@ -276,7 +304,7 @@ class KafkaServer:
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "
                 "requests with this broker's own view until it arrives",
                 self.log_ident,
-                self.controller.active_controller_id,
+                controller.active_controller_id,
                 STARTUP_METADATA_WAIT_S,
             )
 

@@ -14,6 +14,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from kafkapy.server.metrics.process_metrics import (
+    ZOOKEEPER_DISCONNECTS,
+    ZOOKEEPER_EXPIRES,
+    ZOOKEEPER_REQUEST_LATENCY,
+)
 from kafkapy.zk.watchers import StateChangeHandler
 
 log = logging.getLogger("kafkapy.server.KafkaServer")
@@ -29,6 +34,7 @@ class ZooKeeperConnection:
     def connect(self) -> None:
         from kafkapy.zk.kafka_zk_client import KafkaZkClient
         from kafkapy.zk.zk_auth import SECURE_ACL_ERROR, login_config_path, zk_credentials
+        from kafkapy.zk.zk_io import ZkClientMetrics
         from kafkapy.zkserver.launcher import is_zookeeper_reachable
 
         config = self.config
@@ -48,6 +54,11 @@ class ZooKeeperConnection:
             config.zookeeper_connection_timeout_ms,
             credentials=credentials,
             secure_acls=secure_acls,
+            metrics=ZkClientMetrics(
+                request_latency_ns=ZOOKEEPER_REQUEST_LATENCY.record_ns,
+                disconnected=ZOOKEEPER_DISCONNECTS.inc,
+                expired=ZOOKEEPER_EXPIRES.inc,
+            ),
         )
         self.client.start()
         self.client.create_top_level_paths()

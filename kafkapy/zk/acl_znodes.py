@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kafkapy.server.security.acl import (
+from kafkapy.common.acl import (
     AclEntry,
     Operation,
     PatternType,

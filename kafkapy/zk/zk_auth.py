@@ -29,7 +29,7 @@ from typing import TypedDict
 
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from kafkapy.server.security.jaas import JaasConfigError, parse_jaas_config
+from kafkapy.common.jaas import JaasConfigError, parse_jaas_config
 
 LOGIN_CONFIG_PROPERTY = "java.security.auth.login.config"
 # ZooKeeper's system property naming the JAAS section of the client (ZKClientConfig).

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
@@ -27,11 +28,6 @@ from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.security import ACL
 
 from kafkapy.protocol.errors import ControllerMovedException
-from kafkapy.server.metrics.process_metrics import (
-    ZOOKEEPER_DISCONNECTS,
-    ZOOKEEPER_EXPIRES,
-    ZOOKEEPER_REQUEST_LATENCY,
-)
 from kafkapy.zk.cluster_znodes import ControllerEpochZNode
 from kafkapy.zk.errors import ZkNoAuthError, ZooKeeperClientTimeoutError
 from kafkapy.zk.watchers import (
@@ -43,6 +39,24 @@ from kafkapy.zk.watchers import (
 from kafkapy.zk.zk_auth import ZkCredentials, default_acls
 
 log = logging.getLogger(__name__)
+
+
+def _ignore(*_: int) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ZkClientMetrics:
+    """Where a client reports Kafka's ZooKeeper meters: the broker passes its own
+    (ZooKeeperClientMetrics' ZooKeeperRequestLatencyMs, SessionExpireListener's
+    ZooKeeperDisconnectsPerSec and ZooKeeperExpiresPerSec); the tools report nothing."""
+
+    request_latency_ns: Callable[[int], None] = _ignore  # each request, with its retries
+    disconnected: Callable[[], None] = _ignore
+    expired: Callable[[], None] = _ignore
+
+
+NO_METRICS = ZkClientMetrics()
 
 # In a conditional write, "any version" (ZooKeeper's own -1).
 MATCH_ANY_VERSION = -1
@@ -75,12 +89,14 @@ class ZkIO:
         *,
         credentials: ZkCredentials | None = None,
         secure_acls: bool = False,
+        metrics: ZkClientMetrics = NO_METRICS,
     ) -> None:
         """`credentials`: the identity to authenticate as (ZooKeeper's digest scheme);
         `secure_acls`: create znodes with Kafka's secure ACLs (zookeeper.set.acl)."""
         self.connect = connect
         self.credentials = credentials
         self.secure_acls = secure_acls
+        self.metrics = metrics
         self._auth_data = credentials.auth_data if credentials is not None else None
         self._hosts, self.chroot = split_chroot(connect)
         self._session_timeout_s = session_timeout_ms / 1000
@@ -186,9 +202,9 @@ class ZkIO:
         if self._closing:
             return
         if state == KazooState.SUSPENDED:
-            ZOOKEEPER_DISCONNECTS.inc()
+            self.metrics.disconnected()
         if state == KazooState.LOST:
-            ZOOKEEPER_EXPIRES.inc()
+            self.metrics.expired()
             self._session_executor.submit(self._run_state_handlers, SESSION_EXPIRED)
         elif state == KazooState.CONNECTED:
             new_id = self.session_id
@@ -236,7 +252,7 @@ class ZkIO:
         except NoAuthError as e:
             raise ZkNoAuthError(args[0] if args and isinstance(args[0], str) else None) from e
         finally:
-            ZOOKEEPER_REQUEST_LATENCY.record_ns(time.monotonic_ns() - start)
+            self.metrics.request_latency_ns(time.monotonic_ns() - start)
 
     @property
     def session_state(self) -> str:

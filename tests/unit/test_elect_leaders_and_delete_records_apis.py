@@ -70,7 +70,7 @@ def elect(controller: Any, version: int, request: dict[str, Any], cache: Cache) 
     body = messages.decode_request(
         ApiKey.ELECT_LEADERS, version, messages.encode_request(ApiKey.ELECT_LEADERS, version, request)
     )
-    apis = SimpleNamespace(server=SimpleNamespace(controller=controller), metadata_cache=cache)
+    apis = SimpleNamespace(controller=controller, metadata_cache=cache, authorizer=None)
     request_ns = SimpleNamespace(header=SimpleNamespace(api_version=version))
     answer = asyncio.run(handle_elect_leaders(apis, request_ns, body))  # type: ignore[arg-type]
     return messages.decode_response(
@@ -164,7 +164,7 @@ async def delete(
     body = messages.decode_request(
         ApiKey.DELETE_RECORDS, 2, messages.encode_request(ApiKey.DELETE_RECORDS, 2, request)
     )
-    apis = SimpleNamespace(replica_manager=rm, metadata_cache=cache)
+    apis = SimpleNamespace(replica_manager=rm, metadata_cache=cache, authorizer=None)
     pending = asyncio.ensure_future(handle_delete_records(apis, None, body))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
     if follower_reports is not None:

@@ -58,7 +58,8 @@ def test_delete_topics_of_a_topic_already_marked_for_deletion_is_not_an_error(
     apis: Any = SimpleNamespace(
         metadata_cache=cache,
         config=SimpleNamespace(delete_topic_enable=True),
-        server=SimpleNamespace(controller=SimpleNamespace(is_active=lambda: True)),
+        controller=SimpleNamespace(is_active=lambda: True),
+        authorizer=None,
     )
     monkeypatch.setattr(topics, "_admin", lambda apis: _Admin())
     request: Any = SimpleNamespace(header=SimpleNamespace(api_version=4))

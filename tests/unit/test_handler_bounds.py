@@ -19,6 +19,7 @@ def _apis(stored: dict[str, str]) -> Any:
     return SimpleNamespace(
         zk=SimpleNamespace(get_entity_configs=lambda kind, name: stored),
         metadata_cache=SimpleNamespace(contains_topic=lambda topic: True),
+        authorizer=None,
     )
 
 

@@ -44,7 +44,7 @@ class FakeController:
 
 def call(handler, api_key, controller, request):
     body = messages.decode_request(api_key, 0, messages.encode_request(api_key, 0, request))
-    apis = SimpleNamespace(server=SimpleNamespace(controller=controller))
+    apis = SimpleNamespace(controller=controller, authorizer=None)
     answer = asyncio.run(handler(apis, None, body))
     return messages.decode_response(api_key, 0, messages.encode_response(api_key, 0, answer))
 

@@ -6,29 +6,50 @@ from __future__ import annotations
 import asyncio
 import inspect
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import ApiKey
-from kafkapy.server.apis.kafka_apis import KafkaApis
+from kafkapy.server.apis.kafka_apis import ApiCollaborators, KafkaApis
 from kafkapy.server.metadata_cache import MetadataCache
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.quota.client_quota_manager import QuotaWindow
+from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
 from kafkapy.zk.cluster_znodes import BrokerInfo, EndPoint
 
 
-def _server(controller_id: int = -1) -> Any:
+def _apis(controller_id: int = -1) -> KafkaApis:
+    """A KafkaApis wired as KafkaServer.startup wires it, with stand-ins for what Metadata
+    and ApiVersions do not touch."""
     info = BrokerInfo(7, (EndPoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),))
-    return SimpleNamespace(
-        config=SimpleNamespace(auto_create_topics_enable=False, kafkapy_request_max_elements=2_000_000),
-        broker_id=7,
-        cluster_id="cluster",
-        metadata_cache=MetadataCache(7),
-        controller=SimpleNamespace(active_controller_id=controller_id),
-        registration=SimpleNamespace(broker_info=info),
-        replica_manager=None,
+    unused: Any = None
+    apis = KafkaApis(
+        ApiCollaborators(
+            config=cast(
+                Any, SimpleNamespace(auto_create_topics_enable=False, kafkapy_request_max_elements=2_000_000)
+            ),
+            broker_id=7,
+            cluster_id="cluster",
+            zk=unused,
+            replica_manager=unused,
+            metadata_cache=MetadataCache(7),
+            log_manager=unused,
+            log_config_for=unused,
+            dynamic_broker_config=unused,
+            producer_id_manager=unused,
+            group_coordinator=unused,
+            transaction_coordinator=unused,
+            client_quotas=ClientQuotas(QuotaSettings(QuotaWindow(11, 1.0))),
+            token_manager=unused,
+        )
     )
+    apis.bind_controller(
+        cast(Any, SimpleNamespace(broker_info=info)),
+        cast(Any, SimpleNamespace(active_controller_id=controller_id)),
+    )
+    return apis
 
 
 def _request(api_key: int, version: int, body: dict[str, Any]) -> Request:
@@ -47,7 +68,7 @@ def _metadata(frame: bytes) -> Any:
 @pytest.mark.timeout(10)
 def test_clients_wait_for_start_up_and_the_controller_does_not() -> None:
     async def run() -> None:
-        apis = KafkaApis(_server(controller_id=7))
+        apis = _apis(controller_id=7)
         metadata = apis.handle(_request(ApiKey.METADATA, 1, {"topics": []}))
         assert inspect.isawaitable(metadata)  # parked until start_processing()
         versions = apis.handle(_request(ApiKey.API_VERSIONS, 0, {}))

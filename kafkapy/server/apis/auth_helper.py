@@ -51,7 +51,7 @@ def authorize(
     log_denied: bool = True,
 ) -> bool:
     # getattr: lightweight stand-ins for KafkaApis (unit tests of single handlers) carry none.
-    authorizer = getattr(apis, "authorizer", None)
+    authorizer = apis.authorizer
     if authorizer is None:
         return True
     allowed = bool(
@@ -87,7 +87,7 @@ def authorize_by_resource_type(
     apis: KafkaApis, request: Request, operation: Operation, resource_type: ResourceType
 ) -> bool:
     """Whether `operation` is allowed on any resource of the type (KIP-679)."""
-    authorizer = getattr(apis, "authorizer", None)
+    authorizer = apis.authorizer
     if authorizer is None:
         return True
     return bool(
@@ -107,7 +107,7 @@ def filter_authorized(
 ) -> set[str]:
     """The names (deduplicated first: one decision per resource) `operation` is allowed on."""
     unique = set(names)
-    if getattr(apis, "authorizer", None) is None:
+    if apis.authorizer is None:
         return unique
     return {n for n in unique if authorize(apis, request, operation, resource_type, n, log_denied)}
 

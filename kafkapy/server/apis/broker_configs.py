@@ -142,7 +142,7 @@ def describe_broker(
 ) -> list[DescribeConfigsResourceResult]:
     """Every config of this broker (its id), or the cluster-wide dynamic defaults ("")."""
     config = apis.config
-    dynamic: DynamicBrokerConfig = apis.server.dynamic_broker_config
+    dynamic: DynamicBrokerConfig = apis.dynamic_broker_config
     per_broker = entity_name(apis.broker_id, resource_name) != DEFAULT_ENTITY
     config_keys = config.config_keys()
     if per_broker:
@@ -180,7 +180,7 @@ def _write(apis: Any, name: str, configs: Mapping[str, str]) -> None:
     from kafkapy.zk.admin_zk_client import AdminZkClient
 
     AdminZkClient(apis.zk).change_entity_config("brokers", name, configs)
-    apis.server.dynamic_broker_config.reload(apis.zk, name)
+    apis.dynamic_broker_config.reload(apis.zk, name)
 
 
 def alter_broker(apis: Any, resource_name: str, configs: Mapping[str, str], validate_only: bool) -> None:

@@ -45,7 +45,7 @@ def brokers_for_listener(apis: KafkaApis, listener: str) -> list[BrokerAddress]:
 
 
 def _this_broker(apis: KafkaApis, listener: str) -> list[BrokerAddress]:
-    registration = apis.server.registration
+    registration = apis.registration
     if registration is None:
         return []
     info = registration.broker_info
@@ -63,7 +63,7 @@ def controller_id(apis: KafkaApis) -> int:
         return result
     # Before the first UpdateMetadata: the controller this broker knows from /controller (every
     # broker's KafkaController watches it), rather than -1, which admin clients do not re-ask.
-    controller = apis.server.controller
+    controller = apis.controller
     return controller.active_controller_id if controller is not None else -1
 
 
@@ -83,7 +83,7 @@ def handle_describe_cluster(
         error_code=0,
         error_message=None,
         endpoint_type=1,
-        cluster_id=apis.server.cluster_id or "",  # set at start-up, before requests are served
+        cluster_id=apis.cluster_id or "",  # set at start-up, before requests are served
         controller_id=controller_id(apis),
         brokers=[
             DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)

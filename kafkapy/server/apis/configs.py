@@ -84,8 +84,7 @@ def _check_authorized(
 
 
 def _dynamic(apis: KafkaApis) -> DynamicBrokerConfig:
-    dynamic: DynamicBrokerConfig = apis.server.dynamic_broker_config
-    return dynamic
+    return apis.dynamic_broker_config
 
 
 def describe_topic(
@@ -103,6 +102,7 @@ def describe_topic(
             continue
         syns = []
         inherited = topic_synonyms(name, apis.config, _dynamic(apis))
+        value: str | None
         if name in overrides:
             value, source = overrides[name], DYNAMIC_TOPIC_CONFIG
             syns.append(DescribeConfigsSynonym(name=name, value=value, source=DYNAMIC_TOPIC_CONFIG))

@@ -41,7 +41,7 @@ async def handle_leader_and_isr(
         return LeaderAndIsrResponse(error_code=_REFUSED)
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
-    configs = await gather_configs(loop, topics, apis.server._log_config_for)
+    configs = await gather_configs(loop, topics, apis.log_config_for)
     response: LeaderAndIsrResponse = apis.replica_manager.become_leader_or_follower(body, configs)
     _update_group_coordinator(apis, body, response)
     _update_transaction_coordinator(apis, body, response)
@@ -56,7 +56,7 @@ def _update_transaction_coordinator(
     from kafkapy.common.topic_partition import TopicPartition
     from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
-    tc = apis.server.transaction_coordinator
+    tc = apis.transaction_coordinator
     if tc is None or response.error_code:
         return
     manager = tc.manager
@@ -81,7 +81,7 @@ def _update_group_coordinator(
     from kafkapy.common.topic_partition import TopicPartition
     from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 
-    gc = apis.server.group_coordinator
+    gc = apis.group_coordinator
     if gc is None or response.error_code:
         return
     for ts in body.topic_states:
@@ -122,8 +122,8 @@ def handle_stop_replica(apis: KafkaApis, request: Request, body: StopReplicaRequ
     from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
     from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
-    gc = apis.server.group_coordinator
-    tc = apis.server.transaction_coordinator
+    gc = apis.group_coordinator
+    tc = apis.transaction_coordinator
     if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
         return StopReplicaResponse(error_code=_REFUSED)
     if body.controller_epoch >= apis.replica_manager.controller_epoch:
@@ -144,7 +144,7 @@ async def handle_controlled_shutdown(
 ) -> ControlledShutdownResponse:
     if not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
         return ControlledShutdownResponse(error_code=_REFUSED)
-    controller = apis.server.controller
+    controller = apis.controller
     if controller is None or not controller.is_active():
         return ControlledShutdownResponse(error_code=NotControllerException.code)
     try:

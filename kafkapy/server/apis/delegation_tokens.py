@@ -41,12 +41,16 @@ from kafkapy.server.apis.auth_helper import authorize, authorize_cluster
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
-from kafkapy.server.security.delegation_tokens import ERROR_TIMESTAMP, TokenInformation
+from kafkapy.server.security.delegation_tokens import (
+    ERROR_TIMESTAMP,
+    DelegationTokenManager,
+    TokenInformation,
+)
 from kafkapy.server.security.principal import ANONYMOUS, KafkaPrincipal
 
 
-def _manager(apis: KafkaApis) -> Any:
-    return getattr(apis.server, "token_manager", None)
+def _manager(apis: KafkaApis) -> DelegationTokenManager:
+    return apis.token_manager
 
 
 def _security_protocol(apis: KafkaApis, request: Request) -> str:

@@ -59,7 +59,7 @@ async def handle_elect_leaders(
     if not authorize_cluster(apis, request, Operation.ALTER):
         return _whole_request(requested, ClusterAuthorizationException())
     deadline = time.monotonic() + max(body.timeout_ms, 0) / 1000
-    controller = apis.server.controller
+    controller = apis.controller
     try:
         if controller is None:
             raise NotControllerException("This is not the correct controller for this cluster.")

@@ -51,6 +51,7 @@ from kafkapy.protocol.generated.sync_group_request import SyncGroupRequest
 from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
 from kafkapy.server.apis.auth_helper import authorize, authorize_cluster, authorized_operations
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
 from kafkapy.server.coordinator.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
@@ -62,8 +63,8 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 
 
-def coordinator(apis: KafkaApis) -> Any:
-    return getattr(apis.server, "group_coordinator", None)
+def coordinator(apis: KafkaApis) -> GroupCoordinator:
+    return apis.group_coordinator
 
 
 # -- FindCoordinator ---------------------------------------------------------------------------
@@ -140,7 +141,7 @@ async def _find_one(apis: KafkaApis, request: Request, key: str, key_type: int) 
         from kafkapy.server.apis.transaction_topic import ensure_transaction_topic
         from kafkapy.server.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC_NAME
 
-        tc = getattr(apis.server, "transaction_coordinator", None)
+        tc = apis.transaction_coordinator
         if tc is None or not tc.active:
             return _coordinator_error(key, _NOT_AVAILABLE)
         if not key:

@@ -27,13 +27,24 @@ from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, advertised_ver
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.message import Message
 from kafkapy.server.network.request_channel import Request
-from kafkapy.server.quota.client_quota_manager import QuotaWindow
-from kafkapy.server.quota.quota_managers import ClientQuotas, QuotaSettings
+from kafkapy.server.quota.quota_managers import ClientQuotas
 from kafkapy.server.quota.throttling import QUOTA_EXEMPT_APIS
 
 if TYPE_CHECKING:
-    from kafkapy.server.kafka_server import KafkaServer
+    from kafkapy.server.broker_registration import BrokerRegistration
+    from kafkapy.server.config import KafkaConfig
+    from kafkapy.server.controller.kafka_controller import KafkaController
+    from kafkapy.server.coordinator.group_coordinator import GroupCoordinator
+    from kafkapy.server.dynamic_broker_config import DynamicBrokerConfig
+    from kafkapy.server.log.log_config import LogConfig
+    from kafkapy.server.log.log_manager import LogManager
+    from kafkapy.server.metadata_cache import MetadataCache
+    from kafkapy.server.producer_id_manager import ProducerIdManager
+    from kafkapy.server.replica_manager import ReplicaManager
     from kafkapy.server.security.authorizer import Authorizer
+    from kafkapy.server.security.delegation_tokens import DelegationTokenManager
+    from kafkapy.server.transaction.transaction_coordinator import TransactionCoordinator
+    from kafkapy.zk.kafka_zk_client import KafkaZkClient
 
 log = logging.getLogger("kafkapy.server.KafkaApis")
 request_log = logging.getLogger("kafka.request.logger")
@@ -46,8 +57,6 @@ class Handler:
 
 
 HANDLERS: dict[int, Handler] = {}
-# The quota window a bare KafkaApis (tests without a broker) gets: Kafka's defaults.
-_NO_WINDOW = QuotaWindow(11, 1.0)
 
 # What a starting broker processes before it serves clients: the controller's requests (Kafka's
 # control plane) and ApiVersions, which only describes us. Everything else waits for
@@ -71,8 +80,32 @@ def advertised() -> list[tuple[int, int, int]]:
     return advertised_versions({k: v for k, v in SUPPORTED_VERSIONS.items() if int(k) in HANDLERS})
 
 
+@dataclass(frozen=True, slots=True)
+class ApiCollaborators:
+    """What the handlers work with, as Kafka's KafkaApis gets it in its constructor: built once in
+    KafkaServer.startup when all of it exists. The controller and the broker registration come
+    later (after the socket server is up): KafkaServer.startup hands them over with
+    KafkaApis.bind_controller before it starts processing client requests."""
+
+    config: KafkaConfig
+    broker_id: int
+    cluster_id: str
+    zk: KafkaZkClient
+    replica_manager: ReplicaManager
+    metadata_cache: MetadataCache
+    log_manager: LogManager
+    log_config_for: Callable[[str], LogConfig]  # broker defaults + /config/topics/<topic> (blocking)
+    dynamic_broker_config: DynamicBrokerConfig
+    producer_id_manager: ProducerIdManager
+    group_coordinator: GroupCoordinator
+    transaction_coordinator: TransactionCoordinator
+    client_quotas: ClientQuotas
+    token_manager: DelegationTokenManager
+    authorizer: Authorizer | None = None  # None: no authorizer.class.name, every request allowed
+
+
 class KafkaApis:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, collaborators: ApiCollaborators) -> None:
         # Importing the handler modules fills HANDLERS.
         from kafkapy.server.apis import (  # noqa: F401
             acls,
@@ -100,11 +133,26 @@ class KafkaApis:
             transactions,
         )
 
-        self.server = server
-        self.config = server.config
+        c = collaborators
+        self.config: KafkaConfig = c.config
+        self.broker_id: int = c.broker_id
+        self.cluster_id: str = c.cluster_id
+        self.zk: KafkaZkClient = c.zk
+        self.replica_manager: ReplicaManager = c.replica_manager
+        self.metadata_cache: MetadataCache = c.metadata_cache
+        self.log_manager: LogManager = c.log_manager
+        self.log_config_for: Callable[[str], LogConfig] = c.log_config_for
+        self.dynamic_broker_config: DynamicBrokerConfig = c.dynamic_broker_config
+        self.producer_id_manager: ProducerIdManager = c.producer_id_manager
+        self.group_coordinator: GroupCoordinator = c.group_coordinator
+        self.transaction_coordinator: TransactionCoordinator = c.transaction_coordinator
+        self.token_manager: DelegationTokenManager = c.token_manager
         # None: no authorizer.class.name, every request allowed (auth_helper.py asks it).
-        self.authorizer: Authorizer | None = getattr(server, "authorizer", None)
-        self.max_request_elements: int = server.config.kafkapy_request_max_elements
+        self.authorizer: Authorizer | None = c.authorizer
+        # Bound by KafkaServer.startup once they exist (bind_controller), before clients are served.
+        self.controller: KafkaController | None = None
+        self.registration: BrokerRegistration | None = None
+        self.max_request_elements: int = c.config.kafkapy_request_max_elements
         # api key -> (handler, lowest version, highest version): one lookup per request
         self._routes: dict[int, tuple[Handler, int, int]] = {
             k: (h, *SUPPORTED_VERSIONS[ApiKey(k)]) for k, h in HANDLERS.items() if k in SUPPORTED_VERSIONS
@@ -113,12 +161,8 @@ class KafkaApis:
         # must not be answered from an empty metadata cache (controller -1, no brokers): the
         # admin clients of librdkafka then wait their whole timeout "for controller".
         self._starting: asyncio.Event | None = asyncio.Event()
-        # Produce/fetch byte rates and request percentages (server/quota); a broker always has
-        # them, a bare test server gets empty (disabled) ones.
-        quotas = getattr(server, "client_quotas", None)
-        self.client_quotas: ClientQuotas = (
-            quotas if quotas is not None else ClientQuotas(QuotaSettings(_NO_WINDOW))
-        )
+        # Produce/fetch byte rates and request percentages (server/quota).
+        self.client_quotas: ClientQuotas = c.client_quotas
         self._request_quota = self.client_quotas.request
 
     def start_processing(self) -> None:
@@ -132,21 +176,11 @@ class KafkaApis:
         result = self.handle(request)
         return await result if inspect.isawaitable(result) else result
 
-    @property
-    def broker_id(self) -> int:
-        return self.server.broker_id
-
-    @property
-    def replica_manager(self) -> Any:
-        return self.server.replica_manager
-
-    @property
-    def metadata_cache(self) -> Any:
-        return self.server.metadata_cache
-
-    @property
-    def zk(self) -> Any:
-        return self.server.zk.client
+    def bind_controller(self, registration: BrokerRegistration, controller: KafkaController) -> None:
+        """The broker's registration and controller, which exist only after the socket server
+        is up (the registration publishes its bound ports): called once from KafkaServer.startup."""
+        self.registration = registration
+        self.controller = controller
 
     # -- quotas (Kafka's QuotaManagers, KIP-13/55/124/219) -------------------------------------
 

@@ -123,7 +123,7 @@ async def handle_describe_log_dirs(
         return DescribeLogDirsResponse(
             throttle_time_ms=0, error_code=ClusterAuthorizationException.code, results=[]
         )
-    log_manager = apis.server.log_manager
+    log_manager = apis.log_manager
     logs = log_manager.logs_by_topic_partition()
     loop = asyncio.get_running_loop()
     futures = log_manager.moves.future_logs()
@@ -173,7 +173,7 @@ def alter_replica_log_dir(
 async def handle_alter_replica_log_dirs(
     apis: KafkaApis, request: Request, body: AlterReplicaLogDirsRequest
 ) -> AlterReplicaLogDirsResponse:
-    log_manager = apis.server.log_manager
+    log_manager = apis.log_manager
     partitions = apis.replica_manager.partitions
     offline = apis.replica_manager.offline_partitions
     if not authorize_cluster(apis, request, Operation.ALTER):

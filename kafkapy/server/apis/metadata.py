@@ -161,7 +161,7 @@ def handle_metadata(
             MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
             for b in brokers_for_listener(apis, listener)
         ],
-        cluster_id=apis.server.cluster_id,
+        cluster_id=apis.cluster_id,
         controller_id=controller_id(apis),
         topics=topics_out,
         cluster_authorized_operations=cluster_operations,

@@ -53,7 +53,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     # through update()). A partition named twice counts once, its last records, as in Kafka's map.
     results: dict[TopicPartition, ProduceResult | None] = {}
     entries: dict[TopicPartition, Any] = {}
-    partition_info = apis.server.metadata_cache.partition_info  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+    partition_info = apis.metadata_cache.partition_info
     # Request-level refusals answer every partition with the same error.
     unauthorized: set[str] = set()
     if acks not in (-1, 0, 1):
@@ -85,9 +85,9 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
             else:
                 results[tp] = None
                 entries[tp] = records
-    replica_manager = apis.server.replica_manager
+    replica_manager = apis.replica_manager
     if entries:
-        results.update(replica_manager.append_records(acks, entries.items()))  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+        results.update(replica_manager.append_records(acks, entries.items()))
     # Kafka's sizeInBytes: the whole request counts against producer_byte_rate, once.
     request_size = len(request.buffer)
     if acks == 0:
@@ -100,7 +100,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
             apis.throttle(request, _bandwidth_throttle_ms(apis, request, request_size))
         return None
     # acks=all waits in purgatory unless the ISR already has it (a single-replica ISR always does).
-    if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+    if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):
         return _await_isr(apis, request, req, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
     return _respond(apis, request, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
 

@@ -66,6 +66,6 @@ async def handle_init_producer_id(
             producer_id=body.producer_id,
             producer_epoch=(body.producer_epoch + 1) & 0x7FFF,
         )
-    manager = apis.server.producer_id_manager
-    pid = await asyncio.get_running_loop().run_in_executor(None, manager.generate_producer_id)  # type: ignore[union-attr]  # set in KafkaServer.startup before requests are served
+    manager = apis.producer_id_manager
+    pid = await asyncio.get_running_loop().run_in_executor(None, manager.generate_producer_id)
     return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)

@@ -70,7 +70,7 @@ async def handle_alter_partition_reassignments(
 ) -> AlterPartitionReassignmentsResponse:
     if not authorize_cluster(apis, request, Operation.ALTER):
         return _alter_failed(ClusterAuthorizationException())
-    controller = apis.server.controller
+    controller = apis.controller
     if controller is None:
         return _alter_failed(NotControllerException("This is not the correct controller for this cluster."))
     wanted: dict[TopicPartition, tuple[int, ...] | None] = {
@@ -104,7 +104,7 @@ async def handle_list_partition_reassignments(
 ) -> ListPartitionReassignmentsResponse:
     if not authorize_cluster(apis, request, Operation.DESCRIBE):
         return _list_failed(ClusterAuthorizationException())
-    controller = apis.server.controller
+    controller = apis.controller
     if controller is None:
         return _list_failed(NotControllerException("This is not the correct controller for this cluster."))
     partitions = (

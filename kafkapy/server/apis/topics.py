@@ -93,7 +93,7 @@ class _PartitionBudget:
 
 
 def is_controller(apis: KafkaApis) -> bool:
-    controller = apis.server.controller
+    controller = apis.controller
     return controller is not None and controller.is_active()
 
 

@@ -15,7 +15,6 @@ the rest OPERATION_NOT_ATTEMPTED), Read on the group for AddOffsetsToTxn / TxnOf
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
@@ -57,13 +56,14 @@ from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.coordinator.offsets_codec import OffsetAndMetadata
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.security.acl import Operation, ResourceType
+from kafkapy.server.transaction.transaction_coordinator import TransactionCoordinator
 from kafkapy.server.transaction.transaction_markers import TxnMarker, write_txn_markers
 
 _NOT_AVAILABLE = CoordinatorNotAvailableException.code
 
 
-def txn_coordinator(apis: KafkaApis) -> Any:
-    tc = getattr(apis.server, "transaction_coordinator", None)
+def txn_coordinator(apis: KafkaApis) -> TransactionCoordinator | None:
+    tc = apis.transaction_coordinator
     return tc if tc is not None and tc.active else None
 
 
@@ -105,7 +105,7 @@ async def handle_add_partitions_to_txn(
         # With refused partitions the coordinator is not asked (the rest: OPERATION_NOT_ATTEMPTED).
         if not refused and tc is None:
             code = _NOT_AVAILABLE
-        elif not refused:
+        elif not refused and tc is not None:
             code = await tc.add_partitions(
                 txn_id, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch, wanted
             )
@@ -171,7 +171,7 @@ async def handle_write_txn_markers(
 ) -> WriteTxnMarkersResponse:
     """A coordinator's markers for partitions this broker leads (errors per partition)."""
     timeout_ms = int(apis.config.request_timeout_ms)
-    gc = getattr(apis.server, "group_coordinator", None)
+    gc = apis.group_coordinator
     allowed = authorize_cluster(apis, request, Operation.CLUSTER_ACTION)
     results = []
     for m in body.markers:
@@ -239,7 +239,7 @@ async def handle_txn_offset_commit(
                 p.committed_metadata or "",
                 now,
             )
-    gc = getattr(apis.server, "group_coordinator", None)
+    gc = apis.group_coordinator
     if offsets:
         if gc is None:
             codes.update(dict.fromkeys(offsets, _NOT_AVAILABLE))

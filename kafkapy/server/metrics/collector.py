@@ -199,7 +199,7 @@ class BrokerCollector(Collector):
         state = 0
         if controller is not None:
             state = controller.controller_state
-        if active:
+        if active and controller is not None:
             ctx = controller.context
             deleting = set(ctx.topics_to_be_deleted)
             states = list(ctx.partition_states.items())

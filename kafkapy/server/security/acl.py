@@ -12,77 +12,39 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
 
+# The model lives in kafkapy.common.acl (ZooKeeper and the tools use it too); re-exported here.
+from kafkapy.common.acl import (
+    CLUSTER_NAME,
+    WILDCARD,
+    WILDCARD_PRINCIPAL,
+    AclBinding,
+    AclEntry,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+)
 from kafkapy.server.security.principal import KafkaPrincipal
 
-WILDCARD = "*"
-WILDCARD_PRINCIPAL = "User:*"
-CLUSTER_NAME = "kafka-cluster"
-
-
-class ResourceType(Enum):
-    TOPIC = "Topic"
-    GROUP = "Group"
-    CLUSTER = "Cluster"
-    TRANSACTIONAL_ID = "TransactionalId"
-    DELEGATION_TOKEN = "DelegationToken"
-
-
-class PatternType(Enum):
-    LITERAL = "LITERAL"
-    PREFIXED = "PREFIXED"
-
-
-class Operation(Enum):
-    ALL = "All"
-    READ = "Read"
-    WRITE = "Write"
-    CREATE = "Create"
-    DELETE = "Delete"
-    ALTER = "Alter"
-    DESCRIBE = "Describe"
-    CLUSTER_ACTION = "ClusterAction"
-    DESCRIBE_CONFIGS = "DescribeConfigs"
-    ALTER_CONFIGS = "AlterConfigs"
-    IDEMPOTENT_WRITE = "IdempotentWrite"
-
-
-class Permission(Enum):
-    ALLOW = "Allow"
-    DENY = "Deny"
-
-
-@dataclass(frozen=True, slots=True)
-class ResourcePattern:
-    resource_type: ResourceType
-    name: str
-    pattern_type: PatternType = PatternType.LITERAL
-
-    def matches(self, resource_type: ResourceType, name: str) -> bool:
-        if resource_type is not self.resource_type:
-            return False
-        if self.pattern_type is PatternType.PREFIXED:
-            return name.startswith(self.name)
-        return self.name in (name, WILDCARD)
-
-
-@dataclass(frozen=True, slots=True)
-class AclEntry:
-    principal: str  # "User:alice" or "User:*"
-    host: str  # an address or "*"
-    operation: Operation
-    permission: Permission
-
-    def applies_to(self, principal: KafkaPrincipal, host: str) -> bool:
-        return self.principal in (str(principal), WILDCARD_PRINCIPAL) and self.host in (host, WILDCARD)
-
-
-@dataclass(frozen=True, slots=True)
-class AclBinding:
-    pattern: ResourcePattern
-    entry: AclEntry
-
+__all__ = [  # the model, re-exported for the broker's modules
+    "CLUSTER_NAME",
+    "WILDCARD",
+    "WILDCARD_PRINCIPAL",
+    "AclBinding",
+    "AclEntry",
+    "Operation",
+    "PatternType",
+    "Permission",
+    "ResourcePattern",
+    "ResourceType",
+    "AuthorizerConfig",
+    "authorize",
+    "authorize_by_resource_type",
+    "decide",
+    "parse_super_users",
+]
 
 # What an ALLOW of each key operation also grants (Kafka's AclAuthorizer implied operations).
 _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
@@ -160,7 +122,7 @@ def authorize_by_resource_type(
         return config.allow_everyone_if_no_acl_found
     applicable = [
         b for b in of_type
-        if b.entry.applies_to(principal, host) and b.entry.operation in (operation, Operation.ALL)
+        if b.entry.applies_to(str(principal), host) and b.entry.operation in (operation, Operation.ALL)
     ]  # fmt: skip
     deny_literals = {
         b.pattern.name for b in applicable

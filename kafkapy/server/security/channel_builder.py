@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kafkapy.client.sasl_client import ClientSecurity
 from kafkapy.common.config_def import ConfigException
-from kafkapy.server.security.jaas import JaasConfigError, LoginModule, single_module
+from kafkapy.common.jaas import JaasConfigError, LoginModule, single_module
 from kafkapy.server.security.listener_security import ListenerSettings
 from kafkapy.server.security.principal import SslPrincipalMapper
 from kafkapy.server.security.sasl_server import CredentialLookup, SaslListenerConfig, TokenLookup

@@ -75,7 +75,9 @@ def offset_for_leader_epoch(
         {"replica_id": replica_id, "topics": [{"topic": TP.topic, "partitions": [
             {"partition": 0, "current_leader_epoch": current_leader_epoch, "leader_epoch": leader_epoch}]}]},
     )  # fmt: skip
-    out = handle_offset_for_leader_epoch(SimpleNamespace(replica_manager=rm), request(version), body)
+    out = handle_offset_for_leader_epoch(
+        SimpleNamespace(replica_manager=rm, authorizer=None), request(version), body
+    )
     # The answer must encode in the version asked, as the broker sends it.
     messages.encode_response(ApiKey.OFFSET_FOR_LEADER_EPOCH, version, out)
     p = out.topics[0].partitions[0]
@@ -149,7 +151,7 @@ def list_offsets(
         {"replica_id": -1, "topics": [{"name": TP.topic, "partitions": [
             {"partition_index": 0, "current_leader_epoch": current_leader_epoch, "timestamp": timestamp}]}]},
     )  # fmt: skip
-    out = handle_list_offsets(SimpleNamespace(replica_manager=rm), request(version), body)
+    out = handle_list_offsets(SimpleNamespace(replica_manager=rm, authorizer=None), request(version), body)
     return out.topics[0].partitions[0].to_dict()
 
 
@@ -165,7 +167,7 @@ def test_list_offsets_fencing(tmp_path: Path) -> None:
 
 def test_list_offsets_answers_the_epoch_of_the_offset_it_returns(tmp_path: Path) -> None:
     rm = leader_in_epochs(tmp_path)
-    apis = SimpleNamespace(replica_manager=rm)
+    apis = SimpleNamespace(replica_manager=rm, authorizer=None)
     assert offset_for(apis, TP, LATEST_TIMESTAMP) == (5, -1, 3)  # type: ignore[arg-type]
     assert offset_for(apis, TP, EARLIEST_TIMESTAMP) == (0, -1, 1)  # type: ignore[arg-type]
     assert offset_for(apis, TP, 1_000) == (0, 1_000, 1)  # type: ignore[arg-type]  # batch() stamps 1000
@@ -179,7 +181,7 @@ def test_list_offsets_latest_is_not_available_while_the_new_leaders_high_waterma
     # Followers in the ISR have not fetched in epoch 3 yet: the high watermark (0) trails the
     # epoch's start (3), and answering it could move a consumer backwards.
     rm = leader_in_epochs(tmp_path, isr=[0, 1, 2])
-    apis = SimpleNamespace(replica_manager=rm)
+    apis = SimpleNamespace(replica_manager=rm, authorizer=None)
     with pytest.raises(OffsetNotAvailableException):
         offset_for(apis, TP, LATEST_TIMESTAMP)  # type: ignore[arg-type]
     assert offset_for(apis, TP, LATEST_TIMESTAMP, from_consumer=False) == (5, -1, 3)  # replicas: the LEO  # type: ignore[arg-type]

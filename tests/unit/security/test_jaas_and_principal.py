@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.common.config_def import ConfigException
-from kafkapy.server.security.jaas import JaasConfigError, parse_jaas_config, single_module
+from kafkapy.common.jaas import JaasConfigError, parse_jaas_config, single_module
 from kafkapy.server.security.principal import ANONYMOUS, SslPrincipalMapper, distinguished_name
 
 

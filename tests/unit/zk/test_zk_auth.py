@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from kazoo.security import ACL, Id, Permissions
 
-from kafkapy.server.security.jaas import JaasConfigError
+from kafkapy.common.jaas import JaasConfigError
 from kafkapy.server.zk_connection import ZkSecurityError, ZooKeeperConnection
 from kafkapy.zk.errors import ZkNoAuthError
 from kafkapy.zk.zk_auth import (
