@@ -22,7 +22,7 @@ TP = TopicPartition("kill-test", 0)
 CHILD = textwrap.dedent(
     """
     import os, sys
-    from kafkapy.protocol.record_batch import build_batch
+    from kafkapy.protocol.record_codec import build_batch
     from kafkapy.server.log.log_config import LogConfig
     from kafkapy.server.log.log_manager import LogManager
     from kafkapy.common.topic_partition import TopicPartition
