@@ -8,6 +8,9 @@ from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.generated.create_acls_request import AclCreation, CreateAclsRequest
+from kafkapy.protocol.generated.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from kafkapy.protocol.generated.describe_acls_request import DescribeAclsRequest
 from kafkapy.server.security.acl import AclBinding, AclEntry, ResourcePattern
 from kafkapy.server.security.acl_codes import (
     ANY,
@@ -32,6 +35,7 @@ _PATTERN_FILTER_CODES = {
 
 
 def _filter_fields(f: AclBindingFilter) -> dict[str, Any]:
+    """The filter fields DescribeAclsRequest and DeleteAclsFilter share, by their spec names."""
     return {
         "resource_type_filter": ANY if f.resource_type is None else RESOURCE_TYPE_CODES[f.resource_type],
         "resource_name_filter": f.name,
@@ -52,27 +56,29 @@ def _binding(resource_type: int, name: str, pattern_type: int, acl: Any) -> AclB
 
 def create_acls(admin: AdminClient, bindings: Sequence[AclBinding]) -> None:
     """Raises the first creation's error, as Admin.createAcls().all().get() does."""
-    body = {
-        "creations": [
-            {
-                "resource_type": RESOURCE_TYPE_CODES[b.pattern.resource_type],
-                "resource_name": b.pattern.name,
-                "resource_pattern_type": PATTERN_TYPE_CODES[b.pattern.pattern_type],
-                "principal": b.entry.principal,
-                "host": b.entry.host,
-                "operation": OPERATION_CODES[b.entry.operation],
-                "permission_type": PERMISSION_CODES[b.entry.permission],
-            }
+    body = CreateAclsRequest(
+        creations=[
+            AclCreation(
+                resource_type=RESOURCE_TYPE_CODES[b.pattern.resource_type],
+                resource_name=b.pattern.name,
+                resource_pattern_type=PATTERN_TYPE_CODES[b.pattern.pattern_type],
+                principal=b.entry.principal,
+                host=b.entry.host,
+                operation=OPERATION_CODES[b.entry.operation],
+                permission_type=PERMISSION_CODES[b.entry.permission],
+            )
             for b in bindings
         ]
-    }
+    )
     answer = admin.send_to_node(None, ApiKey.CREATE_ACLS, "createAcls", lambda v: body)
     for r in answer.results:
         raise_for_error(r.error_code, r.error_message)
 
 
 def describe_acls(admin: AdminClient, f: AclBindingFilter) -> list[AclBinding]:
-    answer = admin.send_to_node(None, ApiKey.DESCRIBE_ACLS, "describeAcls", lambda v: _filter_fields(f))
+    answer = admin.send_to_node(
+        None, ApiKey.DESCRIBE_ACLS, "describeAcls", lambda v: DescribeAclsRequest(**_filter_fields(f))
+    )
     raise_for_error(answer.error_code, answer.error_message)
     return [
         _binding(r.resource_type, r.resource_name, r.pattern_type, a)
@@ -83,7 +89,7 @@ def describe_acls(admin: AdminClient, f: AclBindingFilter) -> list[AclBinding]:
 
 def delete_acls(admin: AdminClient, filters: Sequence[AclBindingFilter]) -> list[AclBinding]:
     """The bindings deleted; raises the first filter's error."""
-    body = {"filters": [_filter_fields(f) for f in filters]}
+    body = DeleteAclsRequest(filters=[DeleteAclsFilter(**_filter_fields(f)) for f in filters])
     answer = admin.send_to_node(None, ApiKey.DELETE_ACLS, "deleteAcls", lambda v: body)
     deleted = []
     for r in answer.filter_results:

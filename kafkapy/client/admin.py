@@ -35,6 +35,23 @@ from kafkapy.protocol.errors import (
     UnsupportedVersionException,
     for_code,
 )
+from kafkapy.protocol.generated.create_partitions_request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from kafkapy.protocol.generated.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kafkapy.protocol.generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from kafkapy.protocol.generated.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from kafkapy.protocol.generated.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkapy.protocol.messages import valid_versions
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -236,11 +253,11 @@ class AdminClient:
                     _, md = self._send(
                         address,
                         ApiKey.METADATA,
-                        lambda v: {
-                            "topics": None if topics is None else [{"name": t} for t in topics],
-                            "allow_auto_topic_creation": False,
-                            "include_topic_authorized_operations": False,
-                        },
+                        lambda v: MetadataRequest(
+                            topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+                            allow_auto_topic_creation=False,
+                            include_topic_authorized_operations=False,
+                        ),
                     )
                 except Exception as e:  # unreachable or refusing: try the next broker
                     last = e
@@ -311,14 +328,16 @@ class AdminClient:
         version, answer = self._send(
             address,
             ApiKey.DESCRIBE_CONFIGS,
-            lambda v: {
-                "resources": [
-                    {"resource_type": TOPIC_RESOURCE, "resource_name": t, "configuration_keys": None}
+            lambda v: DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsResource(
+                        resource_type=TOPIC_RESOURCE, resource_name=t, configuration_keys=None
+                    )
                     for t in topics
                 ],
-                "include_synonyms": False,
-                "include_documentation": False,
-            },
+                include_synonyms=False,
+                include_documentation=False,
+            ),
         )
         result = {}
         for r in answer.results:
@@ -393,22 +412,22 @@ class AdminClient:
 
     def create_topic(self, topic: NewTopic, validate_only: bool = False) -> None:
         assignments = [
-            {"partition_index": p, "broker_ids": list(b)}
+            CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
             for p, b in sorted((topic.replica_assignment or {}).items())
         ]
-        body = {
-            "topics": [
-                {
-                    "name": topic.name,
-                    "num_partitions": -1 if assignments else topic.num_partitions,
-                    "replication_factor": -1 if assignments else topic.replication_factor,
-                    "assignments": assignments,
-                    "configs": [{"name": k, "value": v} for k, v in topic.configs.items()],
-                }
+        body = CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name=topic.name,
+                    num_partitions=-1 if assignments else topic.num_partitions,
+                    replication_factor=-1 if assignments else topic.replication_factor,
+                    assignments=assignments,
+                    configs=[CreatableTopicConfig(name=k, value=v) for k, v in topic.configs.items()],
+                )
             ],
-            "timeout_ms": self.timeout_ms,
-            "validate_only": validate_only,
-        }
+            timeout_ms=self.timeout_ms,
+            validate_only=validate_only,
+        )
         self._to_controller(
             ApiKey.CREATE_TOPICS,
             "createTopics",
@@ -418,18 +437,20 @@ class AdminClient:
 
     def create_partitions(self, counts: Mapping[str, tuple[int, Sequence[Sequence[int]] | None]]) -> None:
         """{topic: (new total count, replicas of each new partition or None)}."""
-        body = {
-            "topics": [
-                {
-                    "name": t,
-                    "count": n,
-                    "assignments": None if a is None else [{"broker_ids": list(b)} for b in a],
-                }
+        body = CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsTopic(
+                    name=t,
+                    count=n,
+                    assignments=None
+                    if a is None
+                    else [CreatePartitionsAssignment(broker_ids=list(b)) for b in a],
+                )
                 for t, (n, a) in counts.items()
             ],
-            "timeout_ms": self.timeout_ms,
-            "validate_only": False,
-        }
+            timeout_ms=self.timeout_ms,
+            validate_only=False,
+        )
         self._to_controller(
             ApiKey.CREATE_PARTITIONS,
             "createPartitions",
@@ -438,17 +459,17 @@ class AdminClient:
         )
 
     def delete_topics(self, names: Sequence[str]) -> None:
-        def build(version: int) -> dict[str, Any]:
+        def build(version: int) -> DeleteTopicsRequest:
             # v6 names topics in `topics` (by name or id); older versions in `topic_names`.
-            return {
-                "topics": [{"name": n, "topic_id": ZERO_UUID} for n in names],
-                "topic_names": list(names),
-                "timeout_ms": self.timeout_ms,
-            }
+            return DeleteTopicsRequest(
+                topics=[DeleteTopicState(name=n, topic_id=ZERO_UUID) for n in names],
+                topic_names=list(names),
+                timeout_ms=self.timeout_ms,
+            )
 
         self._to_controller(
             ApiKey.DELETE_TOPICS,
             "deleteTopics",
             build,
-            lambda a: [(r.error_code, r.get("error_message")) for r in a.responses],
+            lambda a: [(r.error_code, r.error_message) for r in a.responses],
         )

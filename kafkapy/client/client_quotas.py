@@ -9,6 +9,16 @@ from dataclasses import dataclass
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.generated.alter_client_quotas_request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
+from kafkapy.protocol.generated.describe_client_quotas_request import (
+    ComponentData,
+    DescribeClientQuotasRequest,
+)
 
 USER, CLIENT_ID = "user", "client-id"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
@@ -43,8 +53,11 @@ def describe_client_quotas(
     """The entities matching the filter and their quota values, as the broker orders them."""
     answer = admin.send_to_node(
         None, ApiKey.DESCRIBE_CLIENT_QUOTAS, "describeClientQuotas",
-        lambda v: {"components": [{"entity_type": c.entity_type, "match_type": c.match_type, "match": c.match}
-                                  for c in components], "strict": strict},
+        lambda v: DescribeClientQuotasRequest(
+            components=[ComponentData(entity_type=c.entity_type, match_type=c.match_type, match=c.match)
+                        for c in components],
+            strict=strict,
+        ),
     )  # fmt: skip
     raise_for_error(answer.error_code, answer.error_message)
     return [
@@ -59,14 +72,14 @@ def alter_client_quotas(
     """Set (a number) or remove (None) each quota key of one entity."""
     answer = admin.send_to_node(
         None, ApiKey.ALTER_CLIENT_QUOTAS, "alterClientQuotas",
-        lambda v: {
-            "entries": [{
-                "entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
-                "ops": [{"key": k, "value": 0.0 if value is None else float(value), "remove": value is None}
-                        for k, value in ops.items()],
-            }],
-            "validate_only": validate_only,
-        },
+        lambda v: AlterClientQuotasRequest(
+            entries=[EntryData(
+                entity=[EntityData(entity_type=t, entity_name=n) for t, n in entity.items()],
+                ops=[OpData(key=k, value=0.0 if value is None else float(value), remove=value is None)
+                     for k, value in ops.items()],
+            )],
+            validate_only=validate_only,
+        ),
     )  # fmt: skip
     for entry in answer.entries:
         raise_for_error(entry.error_code, entry.error_message)

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.generated import alter_configs_request as alter
+from kafkapy.protocol.generated import incremental_alter_configs_request as incremental
+from kafkapy.protocol.generated.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 
 TOPIC, BROKER = 2, 4
 SET, DELETE = 0, 1
@@ -47,11 +53,11 @@ def describe_configs(admin: AdminClient, resource_type: int, name: str) -> list[
     """Every config of one resource, with its source and synonyms."""
     answer = admin.send_to_node(
         _node(resource_type, name), ApiKey.DESCRIBE_CONFIGS, "describeConfigs",
-        lambda v: {
-            "resources": [{"resource_type": resource_type, "resource_name": name, "configuration_keys": None}],
-            "include_synonyms": True,
-            "include_documentation": False,
-        },
+        lambda v: DescribeConfigsRequest(
+            resources=[DescribeConfigsResource(resource_type=resource_type, resource_name=name, configuration_keys=None)],
+            include_synonyms=True,
+            include_documentation=False,
+        ),
     )  # fmt: skip
     out = []
     for r in answer.results:
@@ -77,12 +83,12 @@ def describe_configs(admin: AdminClient, resource_type: int, name: str) -> list[
 def incremental_alter_configs(
     admin: AdminClient, resource_type: int, name: str, to_set: Mapping[str, str], to_delete: Sequence[str]
 ) -> None:
-    ops = [{"name": k, "config_operation": SET, "value": v} for k, v in to_set.items()]
-    ops += [{"name": k, "config_operation": DELETE, "value": None} for k in to_delete]
+    ops = [incremental.AlterableConfig(name=k, config_operation=SET, value=v) for k, v in to_set.items()]
+    ops += [incremental.AlterableConfig(name=k, config_operation=DELETE, value=None) for k in to_delete]
+    resource = incremental.AlterConfigsResource(resource_type=resource_type, resource_name=name, configs=ops)
     answer = admin.send_to_node(
         _node(resource_type, name), ApiKey.INCREMENTAL_ALTER_CONFIGS, "incrementalAlterConfigs",
-        lambda v: {"resources": [{"resource_type": resource_type, "resource_name": name, "configs": ops}],
-                   "validate_only": False},
+        lambda v: incremental.IncrementalAlterConfigsRequest(resources=[resource], validate_only=False),
     )  # fmt: skip
     for r in answer.responses:
         raise_for_error(r.error_code, r.error_message)
@@ -90,11 +96,11 @@ def incremental_alter_configs(
 
 def alter_configs(admin: AdminClient, resource_type: int, name: str, configs: Mapping[str, str]) -> None:
     """AlterConfigs: `configs` replace every dynamic config of the resource."""
-    entries = [{"name": k, "value": v} for k, v in configs.items()]
+    entries = [alter.AlterableConfig(name=k, value=v) for k, v in configs.items()]
+    resource = alter.AlterConfigsResource(resource_type=resource_type, resource_name=name, configs=entries)
     answer = admin.send_to_node(
         _node(resource_type, name), ApiKey.ALTER_CONFIGS, "alterConfigs",
-        lambda v: {"resources": [{"resource_type": resource_type, "resource_name": name, "configs": entries}],
-                   "validate_only": False},
+        lambda v: alter.AlterConfigsRequest(resources=[resource], validate_only=False),
     )  # fmt: skip
     for r in answer.responses:
         raise_for_error(r.error_code, r.error_message)

@@ -38,6 +38,12 @@ from kafkapy.protocol.errors import (
     TimeoutException,
     for_code,
 )
+from kafkapy.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkapy.protocol.generated.list_offsets_request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 
 FETCH_MAX_VERSION: Final = 12  # v13+ names topics by id
 LIST_OFFSETS_MAX_VERSION: Final = 7
@@ -330,31 +336,32 @@ class SimpleConsumer:
                              lambda r, e, n=node, f=fetched, s=sent: self._on_fetch(n, f, r, e, s),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                              max_version=FETCH_MAX_VERSION)  # fmt: skip
 
-    def _fetch_body(self, fetched: Mapping[TopicPartition, int | None]) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
+    def _fetch_body(self, fetched: Mapping[TopicPartition, int | None]) -> FetchRequest:
+        topics: dict[str, list[FetchPartition]] = {}
         for tp, offset in fetched.items():
+            assert offset is not None  # a partition is fetched once its position is known
             topics.setdefault(tp.topic, []).append(
-                {
-                    "partition": tp.partition,
-                    "current_leader_epoch": -1,
-                    "fetch_offset": offset,
-                    "last_fetched_epoch": -1,
-                    "log_start_offset": -1,
-                    "partition_max_bytes": self.max_partition_fetch_bytes,
-                }
+                FetchPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=-1,
+                    fetch_offset=offset,
+                    last_fetched_epoch=-1,
+                    log_start_offset=-1,
+                    partition_max_bytes=self.max_partition_fetch_bytes,
+                )
             )
-        return {
-            "replica_id": -1,
-            "max_wait_ms": self.fetch_max_wait_ms,
-            "min_bytes": self.fetch_min_bytes,
-            "max_bytes": self.fetch_max_bytes,
-            "isolation_level": self.isolation_level,
-            "session_id": 0,
-            "session_epoch": -1,  # no fetch session: every fetch names all its partitions
-            "topics": [{"topic": t, "partitions": parts} for t, parts in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
+        return FetchRequest(
+            replica_id=-1,
+            max_wait_ms=self.fetch_max_wait_ms,
+            min_bytes=self.fetch_min_bytes,
+            max_bytes=self.fetch_max_bytes,
+            isolation_level=self.isolation_level,
+            session_id=0,
+            session_epoch=-1,  # no fetch session: every fetch names all its partitions
+            topics=[FetchTopic(topic=t, partitions=parts) for t, parts in topics.items()],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
 
     def _on_fetch(self, node: int, fetched: Mapping[TopicPartition, int | None], resp: Any,
                   exc: BaseException | None, sent: float = 0.0) -> None:  # fmt: skip
@@ -436,14 +443,16 @@ class SimpleConsumer:
             self.client.close()
 
 
-def _list_offsets_body(tps: list[TopicPartition], where: Mapping[TopicPartition, int], isolation: int) -> Any:
-    topics: dict[str, list[dict[str, int]]] = {}
+def _list_offsets_body(
+    tps: list[TopicPartition], where: Mapping[TopicPartition, int], isolation: int
+) -> ListOffsetsRequest:
+    topics: dict[str, list[ListOffsetsPartition]] = {}
     for tp in tps:
         topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": where[tp]}
+            ListOffsetsPartition(partition_index=tp.partition, current_leader_epoch=-1, timestamp=where[tp])
         )
-    return {
-        "replica_id": -1,
-        "isolation_level": isolation,
-        "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
-    }
+    return ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=isolation,
+        topics=[ListOffsetsTopic(name=t, partitions=parts) for t, parts in topics.items()],
+    )

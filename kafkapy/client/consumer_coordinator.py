@@ -53,6 +53,11 @@ from kafkapy.protocol.errors import (
     TimeoutException,
     for_code,
 )
+from kafkapy.protocol.generated.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 
 if TYPE_CHECKING:
     from kafkapy.client.consumer import SimpleConsumer
@@ -248,18 +253,20 @@ class ConsumerCoordinator:
         generation = self.membership.generation_if_stable()
         if generation is None:
             raise CommitFailedError("this member is not in a stable group generation")
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[str, list[OffsetCommitRequestPartition]] = {}
         for tp, offset in offsets.items():
-            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "committed_offset": offset,
-                                                    "committed_leader_epoch": -1, "committed_metadata": ""})  # fmt: skip
-        body = {
-            "group_id": self.membership.group_id,
-            "generation_id_or_member_epoch": generation.generation_id,
-            "member_id": generation.member_id,
-            "group_instance_id": self.membership.group_instance_id,
-            "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-        }
+            topics.setdefault(tp.topic, []).append(
+                OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=offset,
+                                             committed_leader_epoch=-1, committed_metadata="")
+            )  # fmt: skip
+        body = OffsetCommitRequest(
+            group_id=self.membership.group_id,
+            generation_id_or_member_epoch=generation.generation_id,
+            member_id=generation.member_id,
+            group_instance_id=self.membership.group_instance_id,
+            retention_time_ms=-1,
+            topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
         deadline = time.monotonic() + self.timeout
         while True:
             try:

@@ -7,10 +7,19 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
+from kafkapy.protocol.generated.create_delegation_token_request import (
+    CreatableRenewers,
+    CreateDelegationTokenRequest,
+)
+from kafkapy.protocol.generated.describe_delegation_token_request import (
+    DescribeDelegationTokenOwner,
+    DescribeDelegationTokenRequest,
+)
+from kafkapy.protocol.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
+from kafkapy.protocol.generated.renew_delegation_token_request import RenewDelegationTokenRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,16 +48,14 @@ def _split(principal: str) -> tuple[str, str]:
 def create_token(
     admin: AdminClient, renewers: Sequence[str] = (), max_lifetime_ms: int = -1, owner: str | None = None
 ) -> TokenDescription:
-    def build(version: int) -> dict[str, Any]:
+    def build(version: int) -> CreateDelegationTokenRequest:
         kind, name = _split(owner) if owner else (None, None)
-        return {
-            "owner_principal_type": kind,
-            "owner_principal_name": name,
-            "renewers": [
-                dict(zip(("principal_type", "principal_name"), _split(r), strict=True)) for r in renewers
-            ],
-            "max_lifetime_ms": max_lifetime_ms,
-        }
+        return CreateDelegationTokenRequest(
+            owner_principal_type=kind,
+            owner_principal_name=name,
+            renewers=[CreatableRenewers(*_split(r)) for r in renewers],
+            max_lifetime_ms=max_lifetime_ms,
+        )
 
     r = admin.send_to_node(None, ApiKey.CREATE_DELEGATION_TOKEN, "createDelegationToken", build)
     raise_for_error(r.error_code)
@@ -67,7 +74,7 @@ def renew_token(admin: AdminClient, hmac: bytes, renew_period_ms: int = -1) -> i
     """The new expiry timestamp."""
     r = admin.send_to_node(
         None, ApiKey.RENEW_DELEGATION_TOKEN, "renewDelegationToken",
-        lambda v: {"hmac": hmac, "renew_period_ms": renew_period_ms},
+        lambda v: RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=renew_period_ms),
     )  # fmt: skip
     raise_for_error(r.error_code)
     return int(r.expiry_timestamp_ms)
@@ -76,7 +83,7 @@ def renew_token(admin: AdminClient, hmac: bytes, renew_period_ms: int = -1) -> i
 def expire_token(admin: AdminClient, hmac: bytes, expiry_period_ms: int = -1) -> int:
     r = admin.send_to_node(
         None, ApiKey.EXPIRE_DELEGATION_TOKEN, "expireDelegationToken",
-        lambda v: {"hmac": hmac, "expiry_time_period_ms": expiry_period_ms},
+        lambda v: ExpireDelegationTokenRequest(hmac=hmac, expiry_time_period_ms=expiry_period_ms),
     )  # fmt: skip
     raise_for_error(r.error_code)
     return int(r.expiry_timestamp_ms)
@@ -84,13 +91,12 @@ def expire_token(admin: AdminClient, hmac: bytes, expiry_period_ms: int = -1) ->
 
 def describe_tokens(admin: AdminClient, owners: Sequence[str] | None = None) -> list[TokenDescription]:
     """Kafka's Admin: no owners (None or empty) describes every token the caller may see."""
-    wanted = (
-        [dict(zip(("principal_type", "principal_name"), _split(o), strict=True)) for o in owners]
-        if owners
-        else None
-    )
+    wanted = [DescribeDelegationTokenOwner(*_split(o)) for o in owners] if owners else None
     r = admin.send_to_node(
-        None, ApiKey.DESCRIBE_DELEGATION_TOKEN, "describeDelegationToken", lambda v: {"owners": wanted}
+        None,
+        ApiKey.DESCRIBE_DELEGATION_TOKEN,
+        "describeDelegationToken",
+        lambda v: DescribeDelegationTokenRequest(owners=wanted),
     )
     raise_for_error(r.error_code)
     out = []

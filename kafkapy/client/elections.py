@@ -4,12 +4,12 @@ leader-election tool. The request goes to the controller (NOT_CONTROLLER: ask th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, UnsupportedVersionException
+from kafkapy.protocol.generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
 from kafkapy.server.controller.events import ElectionType
 
 
@@ -20,15 +20,15 @@ def elect_leaders(
     grouped: dict[str, list[int]] = {}
     for tp in sorted(partitions or ()):
         grouped.setdefault(tp.topic, []).append(tp.partition)
-    body = {
-        "election_type": int(election_type),
-        "topic_partitions": None
+    body = ElectLeadersRequest(
+        election_type=int(election_type),
+        topic_partitions=None
         if partitions is None
-        else [{"topic": t, "partitions": ps} for t, ps in grouped.items()],
-        "timeout_ms": admin.timeout_ms,
-    }
+        else [TopicPartitions(topic=t, partitions=ps) for t, ps in grouped.items()],
+        timeout_ms=admin.timeout_ms,
+    )
 
-    def build(version: int) -> dict[str, Any]:
+    def build(version: int) -> ElectLeadersRequest:
         if version == 0 and election_type is not ElectionType.PREFERRED:
             # v0 has no election type: the broker would run a preferred election instead.
             raise UnsupportedVersionException(

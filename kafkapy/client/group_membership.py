@@ -49,6 +49,11 @@ from kafkapy.protocol.errors import (
     UnknownMemberIdException,
     for_code,
 )
+from kafkapy.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+from kafkapy.protocol.generated.heartbeat_request import HeartbeatRequest
+from kafkapy.protocol.generated.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from kafkapy.protocol.generated.leave_group_request import LeaveGroupRequest, MemberIdentity
+from kafkapy.protocol.generated.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
 
 log = logging.getLogger("kafkapy.client.GroupMembership")
 
@@ -180,7 +185,7 @@ class GroupMembership:
             node = self.client.least_loaded_node()
             if node is None:
                 raise _Retry("no broker to ask for the coordinator")
-            resp = self._request(node, ApiKey.FIND_COORDINATOR, {"key": self.group_id, "key_type": 0},
+            resp = self._request(node, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=self.group_id, key_type=0),
                                  FIND_COORDINATOR_MAX_VERSION)  # fmt: skip
             if (
                 resp.error_code in COORDINATOR_ERRORS
@@ -250,15 +255,15 @@ class GroupMembership:
     def _join_once(self, protocols: Sequence[tuple[str, bytes]], assign: Assign) -> JoinedGroup:
         node = self._find_coordinator()
         self.state = MemberState.REBALANCING
-        body = {
-            "group_id": self.group_id,
-            "session_timeout_ms": self.session_timeout_ms,
-            "rebalance_timeout_ms": self.rebalance_timeout_ms,
-            "member_id": self.generation.member_id,
-            "group_instance_id": self.group_instance_id,
-            "protocol_type": self.protocol_type,
-            "protocols": [{"name": name, "metadata": meta} for name, meta in protocols],
-        }
+        body = JoinGroupRequest(
+            group_id=self.group_id,
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            member_id=self.generation.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type=self.protocol_type,
+            protocols=[JoinGroupRequestProtocol(name=name, metadata=meta) for name, meta in protocols],
+        )
         # The coordinator holds a JoinGroup until every member has rejoined, up to the
         # rebalance timeout: wait that long (plus Kafka's 5 s) rather than request.timeout.ms.
         wait = max(self.request_timeout, self.rebalance_timeout_ms / 1000 + 5)
@@ -276,15 +281,17 @@ class GroupMembership:
         if resp.leader == resp.member_id:
             members = [GroupMember(m.member_id, m.group_instance_id, bytes(m.metadata)) for m in resp.members]
             assignments = assign(resp.protocol_name, members)
-        sync = {
-            "group_id": self.group_id,
-            "generation_id": resp.generation_id,
-            "member_id": resp.member_id,
-            "group_instance_id": self.group_instance_id,
-            "protocol_type": self.protocol_type,
-            "protocol_name": resp.protocol_name,
-            "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()],
-        }
+        sync = SyncGroupRequest(
+            group_id=self.group_id,
+            generation_id=resp.generation_id,
+            member_id=resp.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type=self.protocol_type,
+            protocol_name=resp.protocol_name,
+            assignments=[
+                SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments.items()
+            ],
+        )
         synced = self._request(node, ApiKey.SYNC_GROUP, sync, SYNC_GROUP_MAX_VERSION, wait)
         self._check(synced.error_code, "SyncGroup")
         return JoinedGroup(self.generation, resp.leader, bytes(synced.assignment or b""))
@@ -333,8 +340,8 @@ class GroupMembership:
         """One Heartbeat now (the thread calls this when one is due)."""
         with self.lock:
             generation = self.generation
-            body = {"group_id": self.group_id, "generation_id": generation.generation_id,
-                    "member_id": generation.member_id, "group_instance_id": self.group_instance_id}  # fmt: skip
+            body = HeartbeatRequest(group_id=self.group_id, generation_id=generation.generation_id,
+                                    member_id=generation.member_id, group_instance_id=self.group_instance_id)  # fmt: skip
             self._next_heartbeat = time.monotonic() + self.retry_backoff
             try:
                 code = self._request(
@@ -369,8 +376,8 @@ class GroupMembership:
             log.info(
                 "Member %s sending LeaveGroup request to coordinator due to %s", generation.member_id, reason
             )
-            body = {"group_id": self.group_id, "member_id": generation.member_id,
-                    "members": [{"member_id": generation.member_id, "group_instance_id": None}]}  # fmt: skip
+            body = LeaveGroupRequest(group_id=self.group_id, member_id=generation.member_id,
+                                     members=[MemberIdentity(member_id=generation.member_id, group_instance_id=None)])  # fmt: skip
             try:
                 self._request(self.coordinator, ApiKey.LEAVE_GROUP, body, LEAVE_GROUP_MAX_VERSION)
             except (_Retry, KafkaError) as e:

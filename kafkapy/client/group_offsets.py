@@ -23,6 +23,13 @@ from kafkapy.protocol.errors import (
     TimeoutException,
     for_code,
 )
+from kafkapy.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+from kafkapy.protocol.generated.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kafkapy.protocol.generated.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestTopic
 
 FIND_COORDINATOR_MAX_VERSION: Final = 3  # v4 batches keys
 OFFSET_FETCH_MAX_VERSION: Final = 7  # v8 batches groups
@@ -52,7 +59,7 @@ class GroupOffsets:
             if node is None:
                 raise CoordinatorNotAvailableException("no broker available to find the coordinator")
             resp = send_and_receive(
-                self.client, node, ApiKey.FIND_COORDINATOR, {"key": self.group_id, "key_type": 0},
+                self.client, node, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=self.group_id, key_type=0),
                 max_version=FIND_COORDINATOR_MAX_VERSION,
             )  # fmt: skip
             if resp.error_code:
@@ -80,11 +87,11 @@ class GroupOffsets:
         topics: dict[str, list[int]] = {}
         for tp in tps:
             topics.setdefault(tp.topic, []).append(tp.partition)
-        body = {
-            "group_id": self.group_id,
-            "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
-            "require_stable": False,
-        }
+        body = OffsetFetchRequest(
+            group_id=self.group_id,
+            topics=[OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in topics.items()],
+            require_stable=False,
+        )
 
         def call(node: int) -> dict[TopicPartition, int | None]:
             resp = send_and_receive(
@@ -110,20 +117,22 @@ class GroupOffsets:
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if not offsets:
             return
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[str, list[OffsetCommitRequestPartition]] = {}
         for tp, offset in offsets.items():
             topics.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "committed_offset": offset,
-                 "committed_leader_epoch": -1, "committed_metadata": ""}
+                OffsetCommitRequestPartition(
+                    partition_index=tp.partition, committed_offset=offset,
+                    committed_leader_epoch=-1, committed_metadata="",
+                )
             )  # fmt: skip
-        body = {
-            "group_id": self.group_id,
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-        }
+        body = OffsetCommitRequest(
+            group_id=self.group_id,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
 
         def call(node: int) -> None:
             resp = send_and_receive(

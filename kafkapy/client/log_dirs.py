@@ -13,6 +13,12 @@ from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.generated.alter_replica_log_dirs_request import (
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirTopic,
+)
+from kafkapy.protocol.generated.describe_log_dirs_request import DescribeLogDirsRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,9 @@ def describe_log_dirs(
     admin.metadata([], "describeLogDirs")
     result: dict[int, dict[str, LogDirDescription]] = {}
     for broker in broker_ids:
-        _, answer = admin.send_to_broker(broker, ApiKey.DESCRIBE_LOG_DIRS, lambda v: {"topics": None})
+        _, answer = admin.send_to_broker(
+            broker, ApiKey.DESCRIBE_LOG_DIRS, lambda v: DescribeLogDirsRequest(topics=None)
+        )
         raise_for_error(getattr(answer, "error_code", 0) or 0)
         result[broker] = {r.log_dir: _description(r) for r in answer.results}
     return result
@@ -71,12 +79,15 @@ def alter_replica_log_dirs(
         by_broker[broker][path][tp.topic].append(tp.partition)
     codes: dict[tuple[TopicPartition, int], int] = {}
     for broker, dirs in sorted(by_broker.items()):
-        body = {
-            "dirs": [
-                {"path": path, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        body = AlterReplicaLogDirsRequest(
+            dirs=[
+                AlterReplicaLogDir(
+                    path=path,
+                    topics=[AlterReplicaLogDirTopic(name=t, partitions=ps) for t, ps in topics.items()],
+                )
                 for path, topics in dirs.items()
             ]
-        }
+        )
         _, answer = admin.send_to_broker(broker, ApiKey.ALTER_REPLICA_LOG_DIRS, lambda v, b=body: b)  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
         for r in answer.results:
             for p in r.partitions:

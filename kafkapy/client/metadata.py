@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafkapy.client.cluster import ClusterMetadata
+from kafkapy.protocol.generated.metadata_request import MetadataRequest, MetadataRequestTopic
 
 
 class MetadataRefresh:
@@ -46,12 +47,14 @@ class MetadataRefresh:
         self.last_attempt = now
         self.in_flight = True
         self.update_requested = False
-        topics = None if self.all_topics else [{"name": t} for t in sorted(self.topics)]
+        names = None if self.all_topics else sorted(self.topics)
 
-        def build(version: int) -> dict[str, Any]:
+        def build(version: int) -> MetadataRequest:
             # Metadata v0 cannot say "all topics" with null: an empty list meant that then.
-            wanted = [] if topics is None and version == 0 else topics
-            return {"topics": wanted, "allow_auto_topic_creation": self.allow_auto_topic_creation}
+            wanted = None if names is None else [MetadataRequestTopic(name=t) for t in names]
+            if wanted is None and version == 0:
+                wanted = []
+            return MetadataRequest(topics=wanted, allow_auto_topic_creation=self.allow_auto_topic_creation)
 
         return build
 

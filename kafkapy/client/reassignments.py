@@ -11,6 +11,15 @@ from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.generated.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+from kafkapy.protocol.generated.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsTopics,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,16 +41,18 @@ def alter_partition_reassignments(
 ) -> dict[TopicPartition, KafkaError | None]:
     """Start (a replica list) or cancel (None) reassignments; each partition's error or None."""
     topics = [
-        {
-            "name": topic,
-            "partitions": [
-                {"partition_index": p, "replicas": _replicas(reassignments[TopicPartition(topic, p)])}
+        ReassignableTopic(
+            name=topic,
+            partitions=[
+                ReassignablePartition(
+                    partition_index=p, replicas=_replicas(reassignments[TopicPartition(topic, p)])
+                )
                 for p in partitions
             ],
-        }
+        )
         for topic, partitions in _by_topic(reassignments).items()
     ]
-    body = {"timeout_ms": admin.timeout_ms, "topics": topics}
+    body = AlterPartitionReassignmentsRequest(timeout_ms=admin.timeout_ms, topics=topics)
     answer = admin.controller_call(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         "alterPartitionReassignments",
@@ -63,9 +74,12 @@ def list_partition_reassignments(
     topics = (
         None
         if partitions is None
-        else [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(partitions).items()]
+        else [
+            ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
+            for t, ps in _by_topic(partitions).items()
+        ]
     )
-    body = {"timeout_ms": admin.timeout_ms, "topics": topics}
+    body = ListPartitionReassignmentsRequest(timeout_ms=admin.timeout_ms, topics=topics)
     answer = admin.controller_call(
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         "listPartitionReassignments",

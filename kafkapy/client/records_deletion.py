@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, LeaderNotAvailableException, UnknownTopicOrPartitionException
+from kafkapy.protocol.generated.delete_records_request import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 
 # Kafka's Errors messages for the codes a DeleteRecords answer carries without a message.
 MESSAGES = {
@@ -72,11 +76,11 @@ def delete_records(admin: AdminClient, offsets: Mapping[TopicPartition, int]) ->
     return results
 
 
-def _body(wanted: Mapping[TopicPartition, int], admin: AdminClient) -> dict[str, Any]:
-    grouped: dict[str, list[dict[str, int]]] = defaultdict(list)
+def _body(wanted: Mapping[TopicPartition, int], admin: AdminClient) -> DeleteRecordsRequest:
+    grouped: dict[str, list[DeleteRecordsPartition]] = defaultdict(list)
     for tp, offset in sorted(wanted.items()):
-        grouped[tp.topic].append({"partition_index": tp.partition, "offset": offset})
-    return {
-        "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
-        "timeout_ms": admin.timeout_ms,
-    }
+        grouped[tp.topic].append(DeleteRecordsPartition(partition_index=tp.partition, offset=offset))
+    return DeleteRecordsRequest(
+        topics=[DeleteRecordsTopic(name=t, partitions=ps) for t, ps in grouped.items()],
+        timeout_ms=admin.timeout_ms,
+    )

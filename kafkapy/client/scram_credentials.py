@@ -13,6 +13,15 @@ from dataclasses import dataclass
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import KafkaError, for_code
+from kafkapy.protocol.generated.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from kafkapy.protocol.generated.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+    UserName,
+)
 
 MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism type bytes
 _NAMES = {v: k for k, v in MECHANISM_TYPES.items()}
@@ -43,7 +52,7 @@ def describe_user_scram_credentials(
     """The named users (None: every user with a credential)."""
     answer = admin.send_to_node(
         None, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "describeUserScramCredentials",
-        lambda v: {"users": None if users is None else [{"name": u} for u in users]},
+        lambda v: DescribeUserScramCredentialsRequest(users=None if users is None else [UserName(name=u) for u in users]),
     )  # fmt: skip
     raise_for_error(answer.error_code, answer.error_message)
     out = []
@@ -59,21 +68,23 @@ def alter_user_scram_credentials(
 ) -> None:
     """Set (salted here) and delete (user, mechanism) credentials; the first error is raised."""
 
-    def upsertion(u: Upsertion) -> dict[str, object]:
+    def upsertion(u: Upsertion) -> ScramCredentialUpsertion:
         salt = os.urandom(SALT_BYTES)
         salted = hashlib.pbkdf2_hmac(_HASHES[u.mechanism], u.password.encode(), salt, u.iterations)
-        return {
-            "name": u.user,
-            "mechanism": MECHANISM_TYPES[u.mechanism],
-            "iterations": u.iterations,
-            "salt": salt,
-            "salted_password": salted,
-        }
+        return ScramCredentialUpsertion(
+            name=u.user,
+            mechanism=MECHANISM_TYPES[u.mechanism],
+            iterations=u.iterations,
+            salt=salt,
+            salted_password=salted,
+        )
 
     answer = admin.send_to_node(
         None, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "alterUserScramCredentials",
-        lambda v: {"deletions": [{"name": user, "mechanism": MECHANISM_TYPES[m]} for user, m in deletions],
-                   "upsertions": [upsertion(u) for u in upsertions]},
+        lambda v: AlterUserScramCredentialsRequest(
+            deletions=[ScramCredentialDeletion(name=user, mechanism=MECHANISM_TYPES[m]) for user, m in deletions],
+            upsertions=[upsertion(u) for u in upsertions],
+        ),
     )  # fmt: skip
     for r in answer.results:
         raise_for_error(r.error_code, r.error_message)

@@ -40,6 +40,7 @@ from kafkapy.protocol.errors import (
     UnknownTopicOrPartitionException,
     for_code,
 )
+from kafkapy.protocol.generated.init_producer_id_request import InitProducerIdRequest
 from kafkapy.protocol.record_batch import increment_sequence
 
 log = logging.getLogger("kafkapy.producer.Sender")
@@ -293,10 +294,10 @@ class Sender(threading.Thread):
             self.force_close = True
             self.running = False
 
-        body = {
-            "transactional_id": None,
-            "transaction_timeout_ms": 60_000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
+        body = InitProducerIdRequest(
+            transactional_id=None,
+            transaction_timeout_ms=60_000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
         self.client.send(node, ApiKey.INIT_PRODUCER_ID, body, on_response)

@@ -34,6 +34,20 @@ from kafkapy.protocol.errors import (
     NotCoordinatorException,
     for_code,
 )
+from kafkapy.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from kafkapy.protocol.generated.add_partitions_to_txn_request import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
+from kafkapy.protocol.generated.end_txn_request import EndTxnRequest
+from kafkapy.protocol.generated.find_coordinator_request import FindCoordinatorRequest
+from kafkapy.protocol.generated.init_producer_id_request import InitProducerIdRequest
+from kafkapy.protocol.generated.txn_offset_commit_request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kafkapy.protocol.message import Message
 
 _RETRY = {
     ConcurrentTransactionsException.code,
@@ -117,8 +131,8 @@ class TransactionManager:
     def _find(self, key: str, key_type: int) -> tuple[str, int]:
         def ask(conn: BrokerConnection) -> Any:
             version = conn.pick_version(ApiKey.FIND_COORDINATOR)
-            body = ({"key_type": key_type, "coordinator_keys": [key]} if version >= 4
-                    else {"key_type": key_type, "key": key})  # fmt: skip
+            body = (FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]) if version >= 4
+                    else FindCoordinatorRequest(key_type=key_type, key=key))  # fmt: skip
             resp = conn.send(ApiKey.FIND_COORDINATOR, version, body)
             return resp.coordinators[0] if version >= 4 else resp  # type: ignore[union-attr]
 
@@ -127,7 +141,7 @@ class TransactionManager:
             raise for_code(found.error_code)
         return found.host, found.port
 
-    def _call(self, target: Callable[[], tuple[str, int]], api_key: ApiKey, body: Mapping[str, Any],
+    def _call(self, target: Callable[[], tuple[str, int]], api_key: ApiKey, body: Message,
               error_of: Callable[[Any], int], conn_cache: bool = True) -> Any:  # fmt: skip
         """Send to the coordinator `target` finds, retrying retriable errors until the timeout."""
         deadline = time.monotonic() + self.timeout_s
@@ -171,10 +185,10 @@ class TransactionManager:
         with self._lock:
             if self.state != TxnState.UNINITIALIZED:
                 raise KafkaTransactionStateError("init_transactions was called already")
-            resp = self._call(self._txn_coordinator, ApiKey.INIT_PRODUCER_ID, {
-                "transactional_id": self.transactional_id, "transaction_timeout_ms": self.transaction_timeout_ms,
-                "producer_id": -1, "producer_epoch": -1,
-            }, lambda r: r.error_code)  # fmt: skip
+            resp = self._call(self._txn_coordinator, ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest(
+                transactional_id=self.transactional_id, transaction_timeout_ms=self.transaction_timeout_ms,
+                producer_id=-1, producer_epoch=-1,
+            ), lambda r: r.error_code)  # fmt: skip
             self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
             self._transition(TxnState.READY)
             return self.producer_id, self.producer_epoch
@@ -213,12 +227,12 @@ class TransactionManager:
                              for p in t.results_by_partition if p.partition_error_code), 0)  # fmt: skip
 
             try:
-                self._call(self._txn_coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, {
-                    "v3_and_below_transactional_id": self.transactional_id,
-                    "v3_and_below_producer_id": self.producer_id,
-                    "v3_and_below_producer_epoch": self.producer_epoch,
-                    "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-                }, first_error)  # fmt: skip
+                self._call(self._txn_coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnRequest(
+                    v3_and_below_transactional_id=self.transactional_id,
+                    v3_and_below_producer_id=self.producer_id,
+                    v3_and_below_producer_epoch=self.producer_epoch,
+                    v3_and_below_topics=[AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+                ), first_error)  # fmt: skip
             except KafkaError as e:
                 self.error = e
                 return
@@ -229,21 +243,23 @@ class TransactionManager:
             self._raise_if_failed()
             if self.state != TxnState.IN_TRANSACTION:
                 raise KafkaTransactionStateError("Cannot send offsets outside a transaction")
-            self._call(self._txn_coordinator, ApiKey.ADD_OFFSETS_TO_TXN, {
-                "transactional_id": self.transactional_id, "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch, "group_id": group_id,
-            }, lambda r: r.error_code)  # fmt: skip
+            self._call(self._txn_coordinator, ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest(
+                transactional_id=self.transactional_id, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch, group_id=group_id,
+            ), lambda r: r.error_code)  # fmt: skip
             self._offsets_added = True
-            by_topic: dict[str, list[dict[str, Any]]] = {}
+            by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
             for tp, offset in sorted(offsets.items()):
                 by_topic.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "committed_offset": offset, "committed_metadata": ""}
+                    TxnOffsetCommitRequestPartition(
+                        partition_index=tp.partition, committed_offset=offset, committed_metadata=""
+                    )
                 )
-            self._call(lambda: self._find(group_id, GROUP_KEY_TYPE), ApiKey.TXN_OFFSET_COMMIT, {
-                "transactional_id": self.transactional_id, "group_id": group_id, "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-            }, lambda r: next((p.error_code for t in r.topics for p in t.partitions if p.error_code), 0),
+            self._call(lambda: self._find(group_id, GROUP_KEY_TYPE), ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest(
+                transactional_id=self.transactional_id, group_id=group_id, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                topics=[TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+            ), lambda r: next((p.error_code for t in r.topics for p in t.partitions if p.error_code), 0),
                 conn_cache=False)  # fmt: skip
 
     def end_transaction(self, commit: bool) -> None:
@@ -255,10 +271,10 @@ class TransactionManager:
                 raise self.error or KafkaTransactionStateError("fatal error")
             self._transition(TxnState.COMMITTING_TRANSACTION if commit else TxnState.ABORTING_TRANSACTION)
             if self.has_content():  # nothing was written: nothing to end (as Kafka's producer skips it)
-                self._call(self._txn_coordinator, ApiKey.END_TXN, {
-                    "transactional_id": self.transactional_id, "producer_id": self.producer_id,
-                    "producer_epoch": self.producer_epoch, "committed": commit,
-                }, lambda r: r.error_code)  # fmt: skip
+                self._call(self._txn_coordinator, ApiKey.END_TXN, EndTxnRequest(
+                    transactional_id=self.transactional_id, producer_id=self.producer_id,
+                    producer_epoch=self.producer_epoch, committed=commit,
+                ), lambda r: r.error_code)  # fmt: skip
             self.partitions.clear()
             self._offsets_added = False
             self.error = None
@@ -293,9 +309,9 @@ def end_transaction_of(
     bumped the epoch: the coordinator then refuses with PRODUCER_FENCED, raised here."""
     manager = TransactionManager(bootstrap_servers, transactional_id, 0, request_timeout_ms, retry_backoff_ms)
     try:
-        manager._call(manager._txn_coordinator, ApiKey.END_TXN, {
-            "transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": producer_epoch,
-            "committed": commit,
-        }, lambda r: r.error_code)  # fmt: skip
+        manager._call(manager._txn_coordinator, ApiKey.END_TXN, EndTxnRequest(
+            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+            committed=commit,
+        ), lambda r: r.error_code)  # fmt: skip
     finally:
         manager.close()

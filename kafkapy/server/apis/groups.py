@@ -2,7 +2,7 @@
 DescribeGroups, ListGroups, DeleteGroups.
 
 The handlers translate between each version's wire shape and the GroupCoordinator, which answers
-with error codes and plain values. FindCoordinator creates __consumer_offsets on first use through
+with error codes and the generated response structs. FindCoordinator creates __consumer_offsets on first use through
 the normal controller path (its znodes in ZooKeeper) and answers COORDINATOR_NOT_AVAILABLE until
 the partition leading the group is known, as Kafka does. The topic is created with
 offsets.topic.replication.factor replicas or not at all: while fewer brokers are alive, the answer
@@ -32,17 +32,13 @@ from kafkapy.protocol.errors import (
 from kafkapy.protocol.generated.delete_groups_request import DeleteGroupsRequest
 from kafkapy.protocol.generated.delete_groups_response import DeletableGroupResult, DeleteGroupsResponse
 from kafkapy.protocol.generated.describe_groups_request import DescribeGroupsRequest
-from kafkapy.protocol.generated.describe_groups_response import (
-    DescribedGroup,
-    DescribedGroupMember,
-    DescribeGroupsResponse,
-)
+from kafkapy.protocol.generated.describe_groups_response import DescribedGroup, DescribeGroupsResponse
 from kafkapy.protocol.generated.find_coordinator_request import FindCoordinatorRequest
 from kafkapy.protocol.generated.find_coordinator_response import Coordinator, FindCoordinatorResponse
 from kafkapy.protocol.generated.heartbeat_request import HeartbeatRequest
 from kafkapy.protocol.generated.heartbeat_response import HeartbeatResponse
 from kafkapy.protocol.generated.join_group_request import JoinGroupRequest
-from kafkapy.protocol.generated.join_group_response import JoinGroupResponse, JoinGroupResponseMember
+from kafkapy.protocol.generated.join_group_response import JoinGroupResponse
 from kafkapy.protocol.generated.leave_group_request import LeaveGroupRequest
 from kafkapy.protocol.generated.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkapy.protocol.generated.list_groups_request import ListGroupsRequest
@@ -207,13 +203,8 @@ async def handle_join_group(apis: KafkaApis, request: Request, body: JoinGroupRe
     gc = coordinator(apis)
     allowed = _may_read(apis, request, body.group_id)
     if gc is None or not allowed:
-        result: dict[str, Any] = {
-            "error_code": GroupAuthorizationException.code if not allowed else _NOT_AVAILABLE,
-            "generation_id": -1,
-            "leader": "",
-            "members": [],
-        }
-        result.update(member_id=body.member_id, protocol_type=None, protocol_name=None)
+        code = GroupAuthorizationException.code if not allowed else _NOT_AVAILABLE
+        result = JoinGroupResponse(error_code=code, member_id=body.member_id, protocol_name=None)
     else:
         result = await gc.join_group(
             body.group_id,
@@ -227,20 +218,9 @@ async def handle_join_group(apis: KafkaApis, request: Request, body: JoinGroupRe
             body.protocol_type,
             [(p.name, bytes(p.metadata)) for p in body.protocols],
         )
-    protocol_name = result["protocol_name"]
-    if version < 7 and protocol_name is None:
-        protocol_name = ""  # not nullable before v7
-    return JoinGroupResponse(
-        throttle_time_ms=0,
-        error_code=result["error_code"],
-        generation_id=result["generation_id"],
-        protocol_type=result["protocol_type"],
-        protocol_name=protocol_name,
-        leader=result["leader"],
-        skip_assignment=False,
-        member_id=result["member_id"],
-        members=[JoinGroupResponseMember(**m) for m in result["members"]],
-    )
+    if version < 7 and result.protocol_name is None:
+        result.protocol_name = ""  # not nullable before v7
+    return result
 
 
 @handles(ApiKey.SYNC_GROUP)
@@ -253,7 +233,7 @@ async def handle_sync_group(apis: KafkaApis, request: Request, body: SyncGroupRe
         )
     if gc is None:
         return SyncGroupResponse(throttle_time_ms=0, error_code=_NOT_AVAILABLE, assignment=b"")
-    result = await gc.sync_group(
+    result: SyncGroupResponse = await gc.sync_group(
         body.group_id,
         body.generation_id,
         body.member_id,
@@ -262,7 +242,7 @@ async def handle_sync_group(apis: KafkaApis, request: Request, body: SyncGroupRe
         body.group_instance_id if version >= 3 else None,
         {a.member_id: bytes(a.assignment) for a in body.assignments},
     )
-    return SyncGroupResponse(throttle_time_ms=0, **result)
+    return result
 
 
 @handles(ApiKey.HEARTBEAT)
@@ -346,30 +326,15 @@ def handle_describe_groups(
                 )
             )
             continue
-        summary: dict[str, Any]
         if gc is None:
-            code, summary = (
-                _NOT_AVAILABLE,
-                {"group_state": "", "protocol_type": "", "protocol_data": "", "members": []},
-            )
+            described = DescribedGroup(error_code=_NOT_AVAILABLE, group_id=group_id)
         else:
-            code, summary = gc.describe_group(group_id)
-        groups.append(
-            DescribedGroup(
-                error_code=code,
-                error_message=None,
-                group_id=group_id,
-                group_state=summary["group_state"],
-                protocol_type=summary["protocol_type"],
-                protocol_data=summary["protocol_data"],
-                members=[DescribedGroupMember(**m) for m in summary["members"]],
-                authorized_operations=(
-                    authorized_operations(apis, request, ResourceType.GROUP, group_id)
-                    if request.header.api_version >= 3 and body.include_authorized_operations
-                    else AUTHORIZED_OPERATIONS_OMITTED
-                ),
+            described = gc.describe_group(group_id)
+        if request.header.api_version >= 3 and body.include_authorized_operations:
+            described.authorized_operations = authorized_operations(
+                apis, request, ResourceType.GROUP, group_id
             )
-        )
+        groups.append(described)
     return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
 
 

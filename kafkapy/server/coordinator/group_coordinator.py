@@ -8,7 +8,9 @@ collaborators with one responsibility each:
 
 This class owns their lifecycle (startup, shutdown, __consumer_offsets leadership) and the
 request validation they share; the API handlers call the request methods it exposes.
-Results are values: error codes and dicts the API handlers turn into each version's response.
+Results are values: error codes, per-partition error maps and the generated response structs
+(JoinGroupResponse, SyncGroupResponse, DescribedGroup), which the API handlers adjust to each
+version.
 """
 
 from __future__ import annotations

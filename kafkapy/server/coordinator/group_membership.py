@@ -28,6 +28,8 @@ from kafkapy.protocol.errors import (
     RebalanceInProgressException,
     UnknownMemberIdException,
 )
+from kafkapy.protocol.generated.join_group_response import JoinGroupResponse
+from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState
 from kafkapy.server.coordinator.group_metadata_manager import GroupMetadataManager
 from kafkapy.server.coordinator.group_rebalance import Rebalancer, join_error, sync_result
@@ -43,7 +45,7 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 Protocols = list[tuple[str, bytes]]
 # A JoinGroup answer now, or the future the rebalance completes with it.
-JoinAnswer = dict[str, Any] | asyncio.Future[dict[str, Any]]
+JoinAnswer = JoinGroupResponse | asyncio.Future[JoinGroupResponse]
 # GroupCoordinator.validate_group: (group id, is a membership request) -> error code or 0
 Validate = Callable[[str | None, bool], int]
 
@@ -73,7 +75,7 @@ class GroupMembership:
         session_timeout_ms: int,
         protocol_type: str,
         protocols: Protocols,
-    ) -> dict[str, Any]:
+    ) -> JoinGroupResponse:
         err = self._validate(group_id, True)
         if err:
             return join_error(member_id, err)
@@ -163,7 +165,7 @@ class GroupMembership:
     def _add_member_and_rebalance(
         self, group: GroupMetadata, member_id: str, instance_id: str | None, client_id: str, client_host: str,
         rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str, protocols: Protocols,
-    ) -> asyncio.Future[dict[str, Any]]:  # fmt: skip
+    ) -> asyncio.Future[JoinGroupResponse]:  # fmt: skip
         member = MemberMetadata(
             member_id, group.group_id, instance_id, client_id, client_host, rebalance_timeout_ms,
             session_timeout_ms, protocol_type, protocols, is_new=True,
@@ -182,7 +184,7 @@ class GroupMembership:
 
     def _update_member_and_rebalance(
         self, group: GroupMetadata, member: MemberMetadata, protocols: Protocols, reason: str
-    ) -> asyncio.Future[dict[str, Any]]:
+    ) -> asyncio.Future[JoinGroupResponse]:
         member.protocols = protocols
         if member.is_awaiting_join:  # a retried JoinGroup replaces the parked one
             member.awaiting_join.set_result(join_error(member.member_id, RebalanceInProgressException.code))  # type: ignore[union-attr]
@@ -208,8 +210,8 @@ class GroupMembership:
             # The old leader id in the answer keeps a restarted leader from assigning again.
             self._rebalance.schedule_heartbeat(group, member, member.session_timeout_ms)
             result = self._rebalance.join_result(group, member)
-            result["leader"] = current_leader or ""
-            result["members"] = []
+            result.leader = current_leader or ""
+            result.members = []
             return result
         return self._update_member_and_rebalance(group, member, protocols, "Static member rejoined")
 
@@ -218,7 +220,7 @@ class GroupMembership:
     async def sync_group(
         self, group_id: str, generation_id: int, member_id: str, protocol_type: str | None,
         protocol_name: str | None, instance_id: str | None, assignments: dict[str, bytes],
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> SyncGroupResponse:  # fmt: skip
         err = self._validate(group_id, True)
         group = self._manager.get_group(group_id) if not err else None
         if not err and group is None:
@@ -250,7 +252,7 @@ class GroupMembership:
         if group.is_leader(member_id):
             full = {mid: assignments.get(mid, b"") for mid in group.members}
             asyncio.ensure_future(self._store_assignment(group, group.generation_id, full))
-        result: dict[str, Any] = await future
+        result: SyncGroupResponse = await future
         return result
 
     async def _store_assignment(

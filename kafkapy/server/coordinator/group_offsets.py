@@ -25,6 +25,7 @@ from kafkapy.protocol.errors import (
     RebalanceInProgressException,
     UnknownMemberIdException,
 )
+from kafkapy.protocol.generated.describe_groups_response import DescribedGroup, DescribedGroupMember
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState
 from kafkapy.server.coordinator.group_metadata_manager import GroupMetadataManager
 from kafkapy.server.coordinator.group_rebalance import Rebalancer
@@ -157,30 +158,35 @@ class GroupOffsets:
         # Partition errors stay per partition; the group itself was found and usable.
         return 0, {tp: errors[tp] for tp in partitions}
 
-    def describe_group(self, group_id: str) -> tuple[int, dict[str, Any]]:
+    def describe_group(self, group_id: str) -> DescribedGroup:
+        """The group's DescribeGroups entry; the handler fills in `authorized_operations`."""
         err = self._validate(group_id, False)
         group = self._manager.get_group(group_id) if not err else None
         if group is None:
-            return err, {"group_state": "Dead", "protocol_type": "", "protocol_data": "", "members": []}
+            return DescribedGroup(
+                error_code=err, group_id=group_id, group_state="Dead", protocol_type="", protocol_data=""
+            )
         stable = group.is_state(S.STABLE)
         protocol = group.protocol_name if stable else None
         members = [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "member_metadata": m.metadata(protocol) if protocol is not None else b"",
-                "member_assignment": m.assignment if stable else b"",
-            }
+            DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(protocol) if protocol is not None else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
             for m in group.members.values()
         ]
-        return 0, {
-            "group_state": str(group.state),
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": protocol or "",
-            "members": members,
-        }
+        return DescribedGroup(
+            error_code=0,
+            group_id=group_id,
+            group_state=str(group.state),
+            protocol_type=group.protocol_type or "",
+            protocol_data=protocol or "",
+            members=members,
+        )
 
     def list_groups(self, states: set[str] | None) -> tuple[int, list[GroupMetadata]]:
         if not self._is_active():

@@ -7,8 +7,8 @@ member, pushed back by every heartbeat, join, sync and commit). GroupMembership 
 SyncGroup, Heartbeat and LeaveGroup requests) and GroupOffsets (commits extend the session) call
 it; the group metadata manager calls `on_group_loaded` / `on_group_unloaded`.
 
-Results are values: `join_error` / `sync_result` are the dicts the API handlers turn into each
-version's response.
+Results are values: the generated JoinGroupResponse / SyncGroupResponse bodies (`join_error`,
+`join_result`, `sync_result`), which the API handlers adjust to each version.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from kafkapy.protocol.errors import (
     RebalanceInProgressException,
     UnknownMemberIdException,
 )
+from kafkapy.protocol.generated.join_group_response import JoinGroupResponse, JoinGroupResponseMember
+from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
 from kafkapy.server.coordinator.group_metadata import GroupMetadata, GroupState
 from kafkapy.server.coordinator.group_metadata_manager import GroupMetadataManager
 from kafkapy.server.coordinator.member_metadata import MemberMetadata
@@ -32,25 +34,25 @@ log = logging.getLogger("kafkapy.coordinator.group.GroupCoordinator")
 S = GroupState
 
 
-def join_error(member_id: str, error: int) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None,
-        "leader": "",
-        "member_id": member_id,
-        "members": [],
-    }
+def join_error(member_id: str, error: int) -> JoinGroupResponse:
+    return JoinGroupResponse(
+        error_code=error,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None,
+        leader="",
+        member_id=member_id,
+        members=[],
+    )
 
 
-def sync_result(error: int, group: GroupMetadata | None = None, assignment: bytes = b"") -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "protocol_type": group.protocol_type if group else None,
-        "protocol_name": group.protocol_name if group else None,
-        "assignment": assignment,
-    }
+def sync_result(error: int, group: GroupMetadata | None = None, assignment: bytes = b"") -> SyncGroupResponse:
+    return SyncGroupResponse(
+        error_code=error,
+        protocol_type=group.protocol_type if group else None,
+        protocol_name=group.protocol_name if group else None,
+        assignment=assignment,
+    )
 
 
 class Rebalancer:
@@ -62,26 +64,26 @@ class Rebalancer:
 
     # -- the rebalance --------------------------------------------------------------------------
 
-    def join_result(self, group: GroupMetadata, member: MemberMetadata, error: int = 0) -> dict[str, Any]:
+    def join_result(self, group: GroupMetadata, member: MemberMetadata, error: int = 0) -> JoinGroupResponse:
         members = []
         if group.is_leader(member.member_id) and group.protocol_name is not None:
             members = [
-                {
-                    "member_id": m.member_id,
-                    "group_instance_id": m.group_instance_id,
-                    "metadata": m.metadata(group.protocol_name),
-                }
+                JoinGroupResponseMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata(group.protocol_name),
+                )
                 for m in group.members.values()
             ]
-        return {
-            "error_code": error,
-            "generation_id": group.generation_id,
-            "protocol_type": group.protocol_type,
-            "protocol_name": group.protocol_name,
-            "leader": group.leader_id or "",
-            "member_id": member.member_id,
-            "members": members,
-        }
+        return JoinGroupResponse(
+            error_code=error,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id or "",
+            member_id=member.member_id,
+            members=members,
+        )
 
     def maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.can_rebalance():

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkapy.protocol.generated.join_group_response import JoinGroupResponse
+    from kafkapy.protocol.generated.sync_group_response import SyncGroupResponse
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -27,8 +31,8 @@ class MemberMetadata:
     protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's order of preference
     assignment: bytes = b""
     # Futures the JoinGroup / SyncGroup handlers wait on while the member is parked.
-    awaiting_join: asyncio.Future[Any] | None = None
-    awaiting_sync: asyncio.Future[Any] | None = None
+    awaiting_join: asyncio.Future[JoinGroupResponse] | None = None
+    awaiting_sync: asyncio.Future[SyncGroupResponse] | None = None
     # A member that joined but has not yet received its first JoinGroup answer: it cannot
     # heartbeat, so it only gets the new-member join timeout.
     is_new: bool = False

@@ -23,6 +23,7 @@ from kafkapy.client.group_membership import (
 )
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import InconsistentGroupProtocolException
+from kafkapy.protocol.message import Message
 
 OK = 0
 NOT_COORDINATOR = 16
@@ -71,8 +72,9 @@ class FakeClient:
     def least_loaded_node(self) -> int:
         return 0
 
-    def request(self, node: int, api_key: ApiKey, body: dict[str, Any], *, timeout: float | None = None,
+    def request(self, node: int, api_key: ApiKey, request: Message, *, timeout: float | None = None,
                 max_version: int | None = None) -> Any:  # fmt: skip
+        body = request.to_dict()  # the typed request, as plain data
         with self.lock:
             self.sent.append((api_key, node, body))
             script = self.scripts.get(api_key)
@@ -285,7 +287,7 @@ def test_close_leaves_the_group_and_closes_the_client() -> None:
     m.close()
     (leave,) = client.bodies(ApiKey.LEAVE_GROUP)
     assert leave["group_id"] == "g" and leave["member_id"] == "m-2"
-    assert leave["members"] == [{"member_id": "m-2", "group_instance_id": None}]
+    assert leave["members"] == [{"member_id": "m-2", "group_instance_id": None, "reason": None}]
     assert client.closed and m.generation == NO_GENERATION
 
 

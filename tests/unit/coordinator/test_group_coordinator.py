@@ -122,15 +122,15 @@ def test_new_member_gets_an_id_first_then_leads_a_one_member_group(tmp_path: Pat
     async def scenario() -> None:
         gc = await started(FakeReplicaManager(tmp_path))
         first = await join(gc, require_known_member_id=True)
-        assert first["error_code"] == MemberIdRequiredException.code
-        member_id = first["member_id"]
+        assert first.error_code == MemberIdRequiredException.code
+        member_id = first.member_id
         assert member_id.startswith("client-")
         joined = await join(gc, member_id, require_known_member_id=True)
-        assert (joined["error_code"], joined["generation_id"], joined["leader"]) == (0, 1, member_id)
-        assert [m["member_id"] for m in joined["members"]] == [member_id]
+        assert (joined.error_code, joined.generation_id, joined.leader) == (0, 1, member_id)
+        assert [m.member_id for m in joined.members] == [member_id]
         assignment = encode_assignment([("t", 0), ("t", 1)])
         synced = await sync(gc, member_id, 1, {member_id: assignment})
-        assert (synced["error_code"], synced["assignment"]) == (0, assignment)
+        assert (synced.error_code, synced.assignment) == (0, assignment)
         assert gc.manager.get_group("g").state == GroupState.STABLE
         assert gc.heartbeat("g", member_id, None, 1) == 0
         assert gc.heartbeat("g", member_id, None, 0) == IllegalGenerationException.code
@@ -143,19 +143,19 @@ def test_new_member_gets_an_id_first_then_leads_a_one_member_group(tmp_path: Pat
 def test_second_member_triggers_a_rebalance_and_each_member_gets_its_assignment(tmp_path: Path) -> None:
     async def scenario() -> None:
         gc = await started(FakeReplicaManager(tmp_path))
-        a = (await join(gc))["member_id"]
+        a = (await join(gc)).member_id
         await sync(gc, a, 1, {a: b"A"})
         b_join = asyncio.ensure_future(join(gc))
         await asyncio.sleep(0.01)
         assert gc.heartbeat("g", a, None, 1) == RebalanceInProgressException.code
         a_join = await join(gc, a)
-        b = (await b_join)["member_id"]
-        assert a_join["generation_id"] == 2 and a_join["leader"] == a and len(a_join["members"]) == 2
+        b = (await b_join).member_id
+        assert a_join.generation_id == 2 and a_join.leader == a and len(a_join.members) == 2
         b_sync = asyncio.ensure_future(sync(gc, b, 2))
         await asyncio.sleep(0.01)
         assert not b_sync.done()  # parked until the leader's assignment is written
         a_sync = await sync(gc, a, 2, {a: b"A2", b: b"B2"})
-        assert a_sync["assignment"] == b"A2" and (await b_sync)["assignment"] == b"B2"
+        assert a_sync.assignment == b"A2" and (await b_sync).assignment == b"B2"
         gc.shutdown()
 
     run(scenario())
@@ -164,11 +164,11 @@ def test_second_member_triggers_a_rebalance_and_each_member_gets_its_assignment(
 def test_a_member_whose_session_expires_is_removed_and_the_group_rebalances(tmp_path: Path) -> None:
     async def scenario() -> None:
         gc = await started(FakeReplicaManager(tmp_path))
-        a = (await join(gc, session_ms=5000))["member_id"]
+        a = (await join(gc, session_ms=5000)).member_id
         b_future = asyncio.ensure_future(join(gc, session_ms=50))
         await asyncio.sleep(0.01)
         await join(gc, a, session_ms=5000)
-        b = (await b_future)["member_id"]
+        b = (await b_future).member_id
         await sync(gc, a, 2, {a: b"A", b: b"B"})
         await sync(gc, b, 2)
         for _ in range(20):  # a heartbeats, b has died
@@ -178,7 +178,7 @@ def test_a_member_whose_session_expires_is_removed_and_the_group_rebalances(tmp_
         assert not group.has(b)
         assert group.state == GroupState.PREPARING_REBALANCE
         rejoined = await join(gc, a)
-        assert rejoined["generation_id"] == 3 and [m["member_id"] for m in rejoined["members"]] == [a]
+        assert rejoined.generation_id == 3 and [m.member_id for m in rejoined.members] == [a]
         gc.shutdown()
 
     run(scenario())
@@ -187,7 +187,7 @@ def test_a_member_whose_session_expires_is_removed_and_the_group_rebalances(tmp_
 def test_leaving_members_empty_the_group(tmp_path: Path) -> None:
     async def scenario() -> None:
         gc = await started(FakeReplicaManager(tmp_path))
-        a = (await join(gc))["member_id"]
+        a = (await join(gc)).member_id
         await sync(gc, a, 1, {a: b"A"})
         assert gc.leave_group("g", [(a, None), ("ghost", None)]) == (
             0,
@@ -212,7 +212,7 @@ def test_commit_rules_and_fetch(tmp_path: Path) -> None:
         assert await gc.commit_offsets("nogroup", "m", None, 3, {("t", 0): om}) == {
             ("t", 0): IllegalGenerationException.code
         }
-        a = (await join(gc))["member_id"]
+        a = (await join(gc)).member_id
         assert await gc.commit_offsets("g", a, None, 1, {("t", 0): om}) == {
             ("t", 0): RebalanceInProgressException.code
         }
@@ -232,7 +232,7 @@ def test_commit_rules_and_fetch(tmp_path: Path) -> None:
 def test_delete_groups_and_offsets(tmp_path: Path) -> None:
     async def scenario() -> None:
         gc = await started(FakeReplicaManager(tmp_path))
-        a = (await join(gc))["member_id"]
+        a = (await join(gc)).member_id
         await sync(gc, a, 1, {a: b"A"})
         om = codec.OffsetAndMetadata(1, -1, "", 1)
         await gc.commit_offsets("g", a, None, 1, {("t", 0): om, ("u", 0): om})
@@ -244,10 +244,8 @@ def test_delete_groups_and_offsets(tmp_path: Path) -> None:
         gc.leave_group("g", [(a, None)])
         await asyncio.sleep(0.01)
         assert await gc.delete_groups(["g"]) == {"g": 0}
-        assert gc.describe_group("g") == (
-            0,
-            {"group_state": "Dead", "protocol_type": "", "protocol_data": "", "members": []},
-        )
+        described = gc.describe_group("g")
+        assert (described.error_code, described.group_state, described.members) == (0, "Dead", [])
         gc.shutdown()
 
     run(scenario())
@@ -256,14 +254,14 @@ def test_delete_groups_and_offsets(tmp_path: Path) -> None:
 def test_static_member_restart_takes_its_place_without_a_rebalance(tmp_path: Path) -> None:
     async def scenario() -> None:
         gc = await started(FakeReplicaManager(tmp_path))
-        old = (await join(gc, instance_id="i-1"))["member_id"]
+        old = (await join(gc, instance_id="i-1")).member_id
         assert old.startswith("i-1-")
         await sync(gc, old, 1, {old: b"A"})
         again = await join(gc, instance_id="i-1")
-        new = again["member_id"]
-        assert new != old and again["generation_id"] == 1 and again["members"] == []
+        new = again.member_id
+        assert new != old and again.generation_id == 1 and again.members == []
         assert gc.manager.get_group("g").state == GroupState.STABLE
-        assert (await sync(gc, new, 1))["assignment"] == b"A"
+        assert (await sync(gc, new, 1)).assignment == b"A"
         assert gc.heartbeat("g", old, "i-1", 1) == 82  # FENCED_INSTANCE_ID
         gc.shutdown()
 
@@ -274,7 +272,7 @@ def test_a_new_leader_loads_groups_and_offsets_from_the_log(tmp_path: Path) -> N
     async def scenario() -> None:
         rm = FakeReplicaManager(tmp_path)
         gc = await started(rm)
-        a = (await join(gc))["member_id"]
+        a = (await join(gc)).member_id
         await sync(gc, a, 1, {a: b"A"})
         om = codec.OffsetAndMetadata(7, 3, "meta", 11)
         await gc.commit_offsets("g", a, None, 1, {("t", 0): om})

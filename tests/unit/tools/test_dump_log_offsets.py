@@ -31,11 +31,11 @@ def _write_group_history(base: Path) -> tuple[str, str]:
     async def scenario() -> tuple[str, str]:
         rm = FakeReplicaManager(base)
         gc = await started(rm)
-        a = (await join(gc))["member_id"]
+        a = (await join(gc)).member_id
         b_join = asyncio.ensure_future(join(gc))
         await asyncio.sleep(0.01)
         await join(gc, a)
-        b = (await b_join)["member_id"]
+        b = (await b_join).member_id
         assignment = {
             a: encode_assignment([("t", 1), ("t", 0)]),
             b: encode_assignment([("u", 0)], user_data=b"\x00\x01\xab"),

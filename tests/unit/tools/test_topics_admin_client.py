@@ -21,7 +21,8 @@ from kafkapy.protocol.errors import (
     TopicExistsException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.protocol.messages import decode_response, encode_response
+from kafkapy.protocol.message import Message
+from kafkapy.protocol.messages import decode_response, encode_request, encode_response
 
 Handler = Callable[[int, Any], dict[str, Any]]
 
@@ -61,7 +62,9 @@ class FakeConnection:
         theirs = self.broker.versions[ApiKey(api_key)]
         return min(ours[1], theirs[1])
 
-    def send(self, api_key: int, version: int, body: Any) -> Any:
+    def send(self, api_key: int, version: int, body: Message) -> Any:
+        encode_request(api_key, version, body)  # the typed request must encode at this version
+        body = body.to_dict()  # plain data for the fake handlers
         self.broker.requests.append((api_key, version, body))
         answer = self.broker.cluster.handlers[ApiKey(api_key)](self.broker, version, body)
         return wire(api_key, version, answer)
