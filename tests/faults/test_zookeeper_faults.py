@@ -254,7 +254,7 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
         handle.restart()
         cluster.wait_until_ready(timeout=60)
         if role == "controller":
-            make_controller(zk, victim)
+            make_controller(zk, victim, rivals=[cluster.broker(other), cluster.broker(third)])
             cluster.wait_until_ready(timeout=60)  # every broker's metadata names it
             assert zk_controller(zk) == victim
         # The victim leads partition 0, and `other` is next in line for it.

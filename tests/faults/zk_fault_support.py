@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,14 +42,22 @@ def wait_quietly(condition: Callable[[], bool], timeout: float) -> bool:
     return False
 
 
-def make_controller(zk: Any, broker_id: int) -> None:
-    """Delete /controller until `broker_id` wins the election (each broker is as likely to)."""
+def make_controller(zk: Any, broker_id: int, rivals: Sequence[Any] = ()) -> None:
+    """Delete /controller until `broker_id` wins the election. `rivals` (broker handles) are
+    paused (SIGSTOP) meanwhile, for a second or so, well inside their sessions: a broker that
+    reaches ZooKeeper through a proxy is a hop slower to every race and could lose all of them."""
     for _ in range(30):
         if zk_controller(zk) == broker_id:
             return
-        with contextlib.suppress(NoNodeError):
-            zk.delete("/controller")
-        wait_for(lambda: zk_controller(zk) != -1, 30, "a controller")
+        for rival in rivals:
+            rival.pause()
+        try:
+            with contextlib.suppress(NoNodeError):
+                zk.delete("/controller")
+            wait_for(lambda: zk_controller(zk) != -1, 30, "a controller")
+        finally:
+            for rival in rivals:
+                rival.resume()
     raise AssertionError(f"broker {broker_id} never won the controller election")
 
 

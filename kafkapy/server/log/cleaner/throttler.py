@@ -25,12 +25,18 @@ class Throttler:
     def maybe_throttle(self, observed: int) -> None:
         sleep_s = 0.0
         with self._lock:
-            self._observed += observed
             now = time.monotonic()
+            if self._observed == 0 and now - self._period_start >= CHECK_INTERVAL_S:
+                # The first bytes after an idle spell open a new period: time the cleaner spent
+                # idle is no credit, or a short cleaning after a long pause ran unthrottled.
+                self._period_start = now
+            self._observed += observed
             elapsed = now - self._period_start
-            if elapsed < CHECK_INTERVAL_S:
+            # Checked every interval, or sooner once an interval's worth of bytes went by: a
+            # burst shorter than the interval (a small log cleaned in 0.1 s) is held to the rate too.
+            if elapsed < CHECK_INTERVAL_S and self._observed < self.desired_rate_per_s * CHECK_INTERVAL_S:
                 return
-            if self._observed / elapsed > self.desired_rate_per_s:
+            if self._observed > self.desired_rate_per_s * elapsed:
                 sleep_s = self._observed / self.desired_rate_per_s - elapsed
                 self.throttled_s += max(sleep_s, 0.0)
             self._period_start = now + max(sleep_s, 0.0)
