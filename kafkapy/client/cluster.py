@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Re-exported for imports written before TopicPartition moved to kafkapy.common.
-from kafkapy.common.topic_partition import TopicPartition as TopicPartition
 from kafkapy.protocol.errors import error_name
 
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer import SimpleConsumer
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer import KafkaProducer
 from kafkapy.producer.transaction_manager import end_transaction_of
 from kafkapy.spark import options as opts

@@ -25,7 +25,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from kafkapy.client.cluster import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer import KafkaProducer
 from kafkapy.spark import exactly_once as eo
 from kafkapy.spark import options as opts

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from kafkapy.client.cluster import TopicPartition
 from kafkapy.client.consumer import SimpleConsumer
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.producer import KafkaProducer
 from kafkapy.testing import KafkapyCluster
 

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkapy.client.cluster import TopicPartition as OurTopicPartition
+from kafkapy.common.topic_partition import TopicPartition as OurTopicPartition
 from kafkapy.producer import KafkaProducer
 from kafkapy.testing import KafkapyCluster
 

@@ -11,11 +11,11 @@ import shutil
 import pytest
 from log_helpers import FakeClock, records, small_config
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log import log_manager as log_manager_module
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.log_manager import LogManager
-from kafkapy.server.log.topic_partition import TopicPartition
 
 CONFIG = small_config(segment_bytes=200, retention_ms=-1)
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client import generate_latest
 
-from kafkapy.server.log.topic_partition import TopicPartition
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.server.metrics.meters import BrokerTopicStats, Histogram, RequestMetrics
 from kafkapy.server.metrics.quantiles import WindowedQuantiles, quantile_us
 from kafkapy.server.metrics.registry import BrokerMetrics, kafka_request_name

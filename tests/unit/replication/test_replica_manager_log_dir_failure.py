@@ -16,10 +16,10 @@ import pytest
 from replication_helpers import batch
 from test_replica_manager_replication import FakeFetcherManager
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_manager import LogManager
-from kafkapy.server.log.topic_partition import TopicPartition
 from kafkapy.server.replica_manager import ReplicaManager
 
 STORAGE = KafkaStorageException.code
