@@ -250,7 +250,7 @@ class LogDirMover(threading.Thread):
     def _schedule_delete(self, doomed: str, retired: list[LogSegment]) -> None:
         def delete() -> None:
             for segment in retired:
-                segment.close()
+                segment.close_handlers()  # their files are about to go: nothing to write
             shutil.rmtree(doomed, ignore_errors=True)
 
         timer = threading.Timer(self._delete_delay_s, delete)

@@ -774,11 +774,7 @@ class Log:
                 return
             self._closed = True
             for segment in self._segments.values():
-                for f in (segment.offset_index, segment.time_index, segment.txn_index, segment.log):
-                    try:
-                        f.close()
-                    except (OSError, ValueError):
-                        pass  # the disk is gone: the descriptor is released either way
+                segment.close_handlers()
 
     def rename_dir(self, new_dir: str) -> None:
         """Move the log's directory (topic deletion renames before deleting), keeping files open."""

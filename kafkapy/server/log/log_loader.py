@@ -41,7 +41,7 @@ from kafkapy.server.log.log_segment import (
     segment_paths,
 )
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
-from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, complete_swaps
+from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, SWAP_SUFFIX, complete_swaps
 from kafkapy.server.log.transaction_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger("kafkapy.log.LogLoader")
@@ -88,13 +88,18 @@ def load_log(
 def _scan_files(dir_: str, prefix: str) -> list[int]:
     names = os.listdir(dir_)
     base_offsets: list[int] = []
+    changed = False
     for name in names:
         path = os.path.join(dir_, name)
         if name.endswith(_TEMP_SUFFIXES):
             logger.info("%s Deleting stray temporary file %s", prefix, path)
             os.unlink(path)
-    complete_swaps(dir_, prefix)
-    remaining = set(os.listdir(dir_))
+            changed = True
+    if changed or any(n.endswith(SWAP_SUFFIX) for n in names):
+        complete_swaps(dir_, prefix)
+        names = os.listdir(dir_)
+    # (One listing per log otherwise: start-up after a clean shutdown lists 10k directories.)
+    remaining = set(names)
     for name in sorted(remaining):
         stem, ext = os.path.splitext(name)
         if not stem.isdigit():
@@ -125,6 +130,10 @@ def _open_segment(
             segment.sanity_check()
         except CorruptIndexException as e:
             reason = f"Found a corrupted index file corresponding to log file {log_path} due to {e}"
+        else:
+            # The check read the last entries; the files stay unmapped until a lookup needs them.
+            segment.offset_index.unmap()
+            segment.time_index.unmap()
     if reason:
         logger.warning("%s %s, recovering segment and rebuilding index files...", prefix, reason)
         _recover_segment(segment, prefix)
