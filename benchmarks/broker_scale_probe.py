@@ -96,7 +96,7 @@ def started_after(b: BrokerHandle, t0: float, offset: int, timeout: float = 300)
 def restart(b: BrokerHandle, other_port: int, want: int, clean: bool) -> tuple[float, float, float]:
     t0 = time.monotonic()
     if clean:
-        b.stop(timeout=120)
+        b.stop(timeout=600)
     else:
         b.kill()
     stop_s = time.monotonic() - t0

@@ -90,6 +90,8 @@ class LogManager:
 
         self.moves = LogDirMoves(self)
         self._lock = threading.Lock()
+        # What each checkpoint file was last written with by us: {path: offsets}.
+        self._checkpointed: dict[str, dict[TopicPartition, int]] = {}
         # Logs being created outside the lock, each with the event its waiters wait for.
         self._creating: dict[TopicPartition, threading.Event] = {}
         self._dir_locks: dict[str, int] = {}
@@ -559,8 +561,14 @@ class LogManager:
         offsets = {
             tp: value(log) for tp, log in logs.items() if os.path.dirname(log.dir) == log_dir and include(log)
         }
+        path = os.path.join(log_dir, name)
+        if self._checkpointed.get(path) == offsets:
+            # Unchanged since our last write (an idle broker's high watermarks every 5 s): the
+            # file already says it, so no rewrite and fsync of 10k lines.
+            return
         try:
-            OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
+            OffsetCheckpointFile(path).write(offsets)
+            self._checkpointed[path] = offsets
         except OSError as e:
             self.failure_channel.maybe_add_offline_log_dir(
                 log_dir, f"Disk error while writing to {name} file in directory {log_dir}", e
