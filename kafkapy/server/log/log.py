@@ -762,7 +762,10 @@ class Log:
             self._closed = True
             if not self.leader_epoch_cache.is_empty():
                 self.leader_epoch_cache.flush()  # a write the scheduler had not run yet
-            self.producer_state.take_snapshot(self._next_offset)  # the next start scans nothing
+            if self._next_offset > self.log_start_offset or self.producer_state.producers:
+                # The next start scans nothing. (An empty log without producers has nothing to
+                # keep: like Kafka's, no snapshot, instead of 10k files fsynced at shutdown.)
+                self.producer_state.take_snapshot(self._next_offset)
             for segment in self._segments.values():
                 segment.close()
 

@@ -253,8 +253,12 @@ def load_leader_epoch_cache(
         for header in headers_from(segments, scan_from):
             if header.partition_leader_epoch >= 0:
                 changed = cache.assign(header.partition_leader_epoch, header.base_offset) or changed
-    changed = cache.truncate_from_end(log_end_offset) or changed
-    changed = cache.truncate_from_start(log_start_offset) or changed
+    # Entries past the log's end or before its start are dropped in memory; a file that only
+    # had those is not rewritten now (every load drops them again, and the next epoch change
+    # writes the file): 10k empty partitions led at offset 0 would otherwise cost 10k fsynced
+    # writes per start-up. A file rebuilt or completed from the batches is written.
+    cache.truncate_from_end(log_end_offset)
+    cache.truncate_from_start(log_start_offset)
     if changed:
         cache.flush()
     return cache
