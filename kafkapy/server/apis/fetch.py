@@ -168,12 +168,15 @@ async def _delayed(
     first_read: dict[TopicPartition, FetchResult],
 ) -> list[Segment]:
     rm = apis.replica_manager
-    keys = [TopicPartition(w.topic, w.partition) for w in wanted if w.topic is not None]
+    # The first read's keys (`_read` answers in `wanted` order), not new TopicPartitions:
+    # thousands of them per follower fetch.
     offsets = {
-        TopicPartition(w.topic, w.partition): (w.offset, w.current_leader_epoch)
-        for w in wanted
-        if w.topic is not None
+        tp: (w.offset, w.current_leader_epoch)
+        for tp, w in zip(
+            first_read, [w for w in wanted if not w.error_code and w.topic is not None], strict=True
+        )
     }
+    keys = list(offsets)
     min_bytes = body.min_bytes
 
     def can_complete() -> bool:
