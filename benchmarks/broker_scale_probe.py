@@ -23,6 +23,7 @@ from kafkapy.client.connection import BrokerConnection
 from kafkapy.testing import BrokerHandle, kafkapy_cluster_context
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+STARTED = "started (kafka.server.KafkaServer)"
 
 
 def cpu_ticks(pid: int) -> int:
@@ -82,10 +83,10 @@ def wait_led(port: int, want: int, timeout: float) -> float:
     raise TimeoutError(f"fewer than {want} partitions led after {timeout}s")
 
 
-def started_after(b: BrokerHandle, t0: float, offset: int, timeout: float = 300) -> float:
-    log = b.logs / "server.log"
+def started_after(b: BrokerHandle, t0: float, before: int, timeout: float = 600) -> float:
+    """Seconds until the broker logs its `before + 1`-th "started" line (server.log rolls over)."""
     while time.monotonic() - t0 < timeout:
-        if log.exists() and "started (kafka.server.KafkaServer)" in log.read_text(errors="replace")[offset:]:
+        if b.server_log().count(STARTED) > before:
             return time.monotonic() - t0
         if b.process is not None and b.process.poll() is not None:
             raise RuntimeError("broker exited")
@@ -100,11 +101,10 @@ def restart(b: BrokerHandle, other_port: int, want: int, clean: bool) -> tuple[f
     else:
         b.kill()
     stop_s = time.monotonic() - t0
-    log = b.logs / "server.log"
-    offset = len(log.read_text(errors="replace")) if log.exists() else 0
+    before = b.server_log().count(STARTED)
     t0 = time.monotonic()
     b.start()
-    up = started_after(b, t0, offset)
+    up = started_after(b, t0, before)
     led = wait_led(other_port, want, 300) + up
     return stop_s, up, led
 

@@ -170,12 +170,15 @@ class LogSegment:
             self._rolling_based_timestamp = largest_timestamp
         self._ensure_offset_in_range(largest_offset)
         self.log.append(records)
-        if largest_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = largest_timestamp
-            self.offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
+        max_timestamp = self._max_timestamp  # (the fields, not the lazy properties: hot path)
+        if max_timestamp is None:
+            max_timestamp = self._load_max_timestamp()
+        if largest_timestamp > max_timestamp:
+            max_timestamp = self._max_timestamp = largest_timestamp
+            self._offset_of_max_timestamp = shallow_offset_of_max_timestamp
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.time_index.maybe_append(max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
