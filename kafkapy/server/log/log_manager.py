@@ -329,7 +329,7 @@ class LogManager:
         loaded = _Counter()
 
         def load(tp: TopicPartition, path: str, future: bool) -> None:
-            logger.info("Loading log '%s'", os.path.basename(path))
+            logger.debug("Loading log '%s'", os.path.basename(path))  # (debug in Kafka too: 10k lines)
             started = self._time_ms()
             # A future log has no checkpoint entries (they are kept per partition for the current
             # log): it is recovered from its start after an unclean shutdown.
