@@ -1,0 +1,76 @@
+"""How the console reaches the cluster: kafkapy's own blocking admin clients, built per request.
+
+The console is one more Kafka client. `--command-config` gives the client properties Kafka's
+tools take (security.protocol, sasl.mechanism, ssl.*); when the protocol is SASL_*, each user
+logs in with their own cluster credentials and every request of theirs uses them, so the
+cluster's ACLs apply to what the console shows and does. The clients are blocking (one request
+at a time): pages call them on a worker thread, never on the server's event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from kafkapy.client.admin import AdminClient
+from kafkapy.client.client_security import client_security, connector
+from kafkapy.client.sasl_client import ClientSecurity
+from kafkapy.tools.consumer_groups_cmd.group_admin import GroupAdmin
+
+CLIENT_ID = "kafkapy-console"
+# A page waits this long at most for the cluster: a console that hangs helps nobody.
+TIMEOUT_MS = 10_000
+# client_security() insists on a JAAS line for SASL; the login form supplies the real values.
+_PLACEHOLDER_JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="-" password="-";'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    username: str
+    password: str
+
+
+class ClusterAccess:
+    """The bootstrap servers and security settings every client of the console starts from."""
+
+    def __init__(self, bootstrap_servers: str, properties: Mapping[str, str] | None = None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        props = dict(properties or {})
+        self.sasl = props.get("security.protocol", "PLAINTEXT").strip().upper().startswith("SASL_")
+        if self.sasl and not props.get("sasl.jaas.config"):
+            props["sasl.jaas.config"] = _PLACEHOLDER_JAAS
+        # Raises ClientConfigError on unusable properties: the command refuses to start.
+        self._security = client_security(props)
+
+    @property
+    def mechanism(self) -> str | None:
+        return self._security.sasl_mechanism
+
+    def security(self, credentials: Credentials | None) -> ClientSecurity:
+        if not self.sasl or credentials is None:
+            return self._security
+        return dataclasses.replace(
+            self._security, username=credentials.username, password=credentials.password
+        )
+
+    @contextmanager
+    def admin(self, credentials: Credentials | None) -> Iterator[AdminClient]:
+        client = AdminClient(
+            self.bootstrap_servers, TIMEOUT_MS, connector(self.security(credentials), CLIENT_ID)
+        )
+        try:
+            yield client
+        finally:
+            client.close()
+
+    @contextmanager
+    def groups(self, credentials: Credentials | None) -> Iterator[GroupAdmin]:
+        client = GroupAdmin(self.bootstrap_servers, TIMEOUT_MS, self.security(credentials))
+        try:
+            yield client
+        finally:
+            client.close()
