@@ -24,7 +24,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from kafkapy.console import read_model, records_view
+from kafkapy.console.actions import STRATEGIES, action_endpoint, plan_json, reassignments_page
 from kafkapy.console.clients import ClusterAccess, Credentials
+from kafkapy.console.plots import group_lag_json, lifespan, make_history, throughput_page, topic_rates_json
 from kafkapy.console.sessions import Session, SessionStore
 from kafkapy.protocol.errors import (
     KafkaError,
@@ -43,6 +45,8 @@ class ConsoleConfig:
     zookeeper: str | None = None
     metrics_urls: tuple[str, ...] = ()
     read_write: bool = False
+    # How often the plots' samplers measure group lag and scrape the metrics endpoints.
+    sample_interval_s: float = 5.0
 
 
 class Console:
@@ -58,6 +62,7 @@ class Console:
             undefined=jinja2.StrictUndefined,
         )
         self.templates = Jinja2Templates(env=env)
+        self.history = make_history(self)
 
     # -- sessions and login ---------------------------------------------------------------------
 
@@ -85,7 +90,9 @@ class Console:
                 "csrf_token": session.csrf_token,
                 "user": session.credentials.username if session.credentials else None,
                 "sasl": self.access.sasl,
-                "plots": bool(self.config.metrics_urls),
+                "plots": bool(self.config.metrics_urls) and self.history is not None,
+                "history": self.history is not None,
+                "refresh_ms": int(self.config.sample_interval_s * 1000),
                 **context,
             },
             status_code=status,
@@ -138,10 +145,14 @@ def create_app(config: ConsoleConfig) -> Starlette:
         Route("/groups/{group}", with_console(group_page)),
         Route("/login", with_console(login_page), methods=["GET", "POST"]),
         Route("/logout", with_console(logout), methods=["POST"]),
-        Route("/actions/{action}", with_console(read_only), methods=["POST"]),
+        Route("/actions/{action}", with_console(action_endpoint), methods=["POST"]),
+        Route("/reassignments", with_console(reassignments_page)),
+        Route("/throughput", with_console(throughput_page)),
+        Route("/api/groups/{group}/lag", with_console(group_lag_json)),
+        Route("/api/topics/{topic}/rates", with_console(topic_rates_json)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, lifespan=lifespan(console))
     app.state.console = console
     return app
 
@@ -176,7 +187,8 @@ async def topic_page(console: Console, request: Request) -> Response:
     def gather(credentials: Credentials | None) -> dict[str, Any]:
         with console.access.admin(credentials) as admin, console.access.groups(credentials) as groups:
             detail = read_model.topic(admin, groups, name)
-        return {"topic": detail}
+        assignment = {p.partition: p.replicas for p in detail.partitions}
+        return {"topic": detail, "plan_json": plan_json(assignment, name)}
 
     return await console.page(request, "topic.html", gather)
 
@@ -211,7 +223,7 @@ async def group_page(console: Console, request: Request) -> Response:
 
     def gather(credentials: Credentials | None) -> dict[str, Any]:
         with console.access.groups(credentials) as groups:
-            return {"group": read_model.group(groups, group_id)}
+            return {"group": read_model.group(groups, group_id), "strategies": STRATEGIES}
 
     return await console.page(request, "group.html", gather)
 
@@ -246,18 +258,13 @@ async def login_page(console: Console, request: Request) -> Response:
     credentials = Credentials(str(form.get("username", "")), str(form.get("password", "")))
     target = _safe_next(str(form.get("next", "/")))
 
-    def check() -> None:
-        with console.access.admin(credentials) as admin:
-            admin.live_brokers()
-
     try:
-        await run_in_threadpool(check)
+        await run_in_threadpool(console.access.authenticate, credentials)
     except KafkaError as e:
-        cause = e.__cause__ if isinstance(e.__cause__, KafkaError) else e
         return console.render(
             request,
             "login.html",
-            {"next": target, "error": cause, "mechanism": console.access.mechanism},
+            {"next": target, "error": e, "mechanism": console.access.mechanism},
             status=401,
         )
     # A fresh session id on login: an id planted before the login is worth nothing after it.
@@ -277,7 +284,3 @@ async def logout(console: Console, request: Request) -> Response:
             return Response("Invalid form token", status_code=403)
         console.sessions.drop(session)
     return RedirectResponse("/login" if console.access.sasl else "/", status_code=303)
-
-
-async def read_only(console: Console, request: Request) -> Response:
-    return Response("The console is read-only", status_code=403)

@@ -34,6 +34,13 @@ from kafkapy.tools.properties_args import load_config
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=9000, show_default=True, type=int)
 @click.option("--read-write", is_flag=True, help="Offer the operator actions (read-only by default).")
+@click.option(
+    "--sample-interval",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(min=0.2),
+    help="Seconds between samples of group lag and of the metrics endpoints (the plots).",
+)
 def console(
     bootstrap_server: str,
     zookeeper: str | None,
@@ -42,12 +49,15 @@ def console(
     host: str,
     port: int,
     read_write: bool,
+    sample_interval: float,
 ) -> None:
     import uvicorn
 
     from kafkapy.console.app import ConsoleConfig, create_app
 
-    config = ConsoleConfig(bootstrap_server, load_config(command_config), zookeeper, metrics_urls, read_write)
+    config = ConsoleConfig(
+        bootstrap_server, load_config(command_config), zookeeper, metrics_urls, read_write, sample_interval
+    )
     try:
         app = create_app(config)
     except (ClientConfigError, ValueError) as e:

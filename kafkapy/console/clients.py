@@ -14,9 +14,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kafkapy.client.admin import AdminClient
+from kafkapy.client.admin import AdminClient, parse_bootstrap
 from kafkapy.client.client_security import client_security, connector
 from kafkapy.client.sasl_client import ClientSecurity
+from kafkapy.protocol.errors import KafkaError, NetworkException, SaslAuthenticationException
 from kafkapy.tools.consumer_groups_cmd.group_admin import GroupAdmin
 
 CLIENT_ID = "kafkapy-console"
@@ -56,6 +57,31 @@ class ClusterAccess:
         return dataclasses.replace(
             self._security, username=credentials.username, password=credentials.password
         )
+
+    def authenticate(self, credentials: Credentials) -> None:
+        """One SASL handshake with the first bootstrap broker that answers: the login check.
+        A refusal raises the broker's SaslAuthenticationException (Kafka's wording); a cluster
+        that cannot be reached at all raises the last network error as a KafkaError."""
+        connect = connector(self.security(credentials), CLIENT_ID)
+        last: Exception | None = None
+        for host, port in parse_bootstrap(self.bootstrap_servers):
+            try:
+                conn = connect(host, port, TIMEOUT_MS / 1000)
+            except OSError as e:
+                last = e
+                continue
+            try:
+                conn.api_versions()
+                return
+            except (KafkaError, OSError) as e:
+                if isinstance(e, SaslAuthenticationException):
+                    raise
+                last = e
+            finally:
+                conn.close()
+        if isinstance(last, KafkaError):
+            raise last
+        raise NetworkException(f"No broker of {self.bootstrap_servers} could be reached: {last}")
 
     @contextmanager
     def admin(self, credentials: Credentials | None) -> Iterator[AdminClient]:

@@ -9,6 +9,7 @@ the template engine, so a megabyte of markup neither breaks nor bloats the page.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from kafkapy.client.admin import AdminClient, raise_for_error
@@ -48,6 +49,13 @@ class RecordRow:
     key: Shown
     value: Shown
     headers: tuple[tuple[str, Shown], ...]
+
+    @property
+    def time_text(self) -> str:
+        """The timestamp in UTC, to the millisecond (-1, no timestamp: empty)."""
+        if self.timestamp < 0:
+            return ""
+        return datetime.fromtimestamp(self.timestamp / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True, slots=True)

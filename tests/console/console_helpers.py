@@ -8,6 +8,7 @@ so every background service of Chromium that would dial out is switched off.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from kafkapy.testing import free_port
+from kafkapy.testing import BrokerHandle, free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -68,3 +69,12 @@ class ConsoleProcess:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
         self._log.close()
+
+
+def metrics_url(broker: BrokerHandle) -> str:
+    """The broker's Prometheus endpoint (kafkapy.metrics.port=0: the port it logged)."""
+    found = re.findall(
+        r"Metrics endpoint listening on (http://127\.0\.0\.1:\d+/metrics)", broker.server_log()
+    )
+    assert found, "the broker did not open its metrics endpoint"
+    return found[-1]

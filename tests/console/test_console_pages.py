@@ -20,7 +20,7 @@ from console_helpers import ConsoleProcess
 
 from kafkapy.client.admin import AdminClient as KafkapyAdmin
 from kafkapy.client.admin import NewTopic as KafkapyNewTopic
-from kafkapy.testing import KafkapyCluster, kafkapy_cluster_context
+from kafkapy.testing import KafkapyCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,10 +31,15 @@ GROUP = "console-pages-group"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster]:
-    with kafkapy_cluster_context(
-        2, {"kafkapy.metrics.port": "0", "auto.leader.rebalance.enable": "false", "message.max.bytes": "2000000"},
-        tmp_path_factory.mktemp("console-pages"),
-    ) as c:  # fmt: skip
+    overrides = {
+        "kafkapy.metrics.port": "0",
+        "auto.leader.rebalance.enable": "false",
+        "message.max.bytes": "2000000",
+    }
+    racks = {0: {"broker.rack": "rack-a"}, 1: {"broker.rack": "rack-b"}}
+    c = KafkapyCluster(tmp_path_factory.mktemp("console-pages"), 2, overrides, racks)
+    try:
+        c.start()
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         futures = admin.create_topics([
             NewTopic("orders", 3, 2, config={"retention.ms": "3600000"}),
@@ -56,6 +61,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster
         p.produce("hostile", value=b"\xff\xfe not utf-8 \x00", key=None)
         assert p.flush(60) == 0
         yield c
+    finally:
+        c.stop()
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +103,7 @@ def test_brokers_page_lists_each_broker_with_controller_and_partitions_led(
     assert cells(page, "brokers", "data-broker", "led") == {str(b): str(n) for b, n in led.items()}
     controller = cells(page, "brokers", "data-broker", "controller")
     assert [b for b, v in controller.items() if v == "yes"] == [str(md.controller_id)]
+    assert cells(page, "brokers", "data-broker", "rack") == {"0": "rack-a", "1": "rack-b"}
     endpoints = cells(page, "brokers", "data-broker", "endpoints")
     for b in cluster.brokers:
         assert f"PLAINTEXT://127.0.0.1:{b.port}" in endpoints[str(b.broker_id)]
