@@ -55,11 +55,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster
         cluster.stop()
 
 
-def start_console(cluster: KafkapyCluster, tmp: Path, mechanism: str) -> ConsoleProcess:
+def start_console(cluster: KafkapyCluster, tmp: Path, mechanism: str, *extra: str) -> ConsoleProcess:
     config = tmp / f"client-{mechanism}.properties"
     config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\n")
     return ConsoleProcess(
-        ["--bootstrap-server", f"127.0.0.1:{SASL_PORTS[0]}", "--command-config", str(config)],
+        ["--bootstrap-server", f"127.0.0.1:{SASL_PORTS[0]}", "--command-config", str(config), *extra],
         tmp / f"console-{mechanism}.log",
     )
 
@@ -77,7 +77,7 @@ def plain_console(
 def scram_console(
     cluster: KafkapyCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ConsoleProcess]:
-    proc = start_console(cluster, tmp_path_factory.mktemp("console-scram"), "SCRAM-SHA-256")
+    proc = start_console(cluster, tmp_path_factory.mktemp("console-scram"), "SCRAM-SHA-256", "--read-write")
     yield proc
     proc.stop()
 
@@ -142,3 +142,25 @@ def test_scram_login(scram_console: ConsoleProcess, page: Any) -> None:
     log_in(page, "carol", "carol-secret")
     assert page.url == scram_console.url + "/topics"
     assert page.locator('tr[data-topic="behind-sasl"]').count() == 1
+
+
+def test_actions_run_as_the_logged_in_user(
+    cluster: KafkapyCluster, scram_console: ConsoleProcess, page: Any, screenshots: Path
+) -> None:
+    """The console only reaches the brokers through their SASL listener: the topic exists only
+    if the action's clients authenticated as carol."""
+    page.goto(scram_console.url + "/login?next=/topics")
+    log_in(page, "carol", "carol-secret")
+    form = page.locator("form#form-create-topic")
+    form.locator("input[name=topic]").fill("made-by-carol")
+    form.locator("input[name=partitions]").fill("3")
+    form.locator("button[type=submit]").click()
+    page.locator("button#confirm").click()
+    page.wait_for_selector("#result, #error")
+    page.screenshot(path=str(screenshots / "created-as-carol.png"), full_page=True)
+    assert "Created topic made-by-carol." in page.locator("#result").inner_text()
+    admin = KafkapyAdmin(cluster.bootstrap_servers)
+    try:
+        assert len(admin.describe_topics(["made-by-carol"])["made-by-carol"].partitions) == 3
+    finally:
+        admin.close()
