@@ -142,13 +142,14 @@ def create_app(config: ConsoleConfig) -> Starlette:
         Route("/topics/{topic}", with_console(topic_page)),
         Route("/topics/{topic}/partitions/{partition:int}", with_console(records_page)),
         Route("/groups", with_console(groups_page)),
-        Route("/groups/{group}", with_console(group_page)),
+        # Group ids may hold "/" (topic names may not): the path converter keeps them whole.
+        Route("/groups/{group:path}", with_console(group_page)),
         Route("/login", with_console(login_page), methods=["GET", "POST"]),
         Route("/logout", with_console(logout), methods=["POST"]),
         Route("/actions/{action}", with_console(action_endpoint), methods=["POST"]),
         Route("/reassignments", with_console(reassignments_page)),
         Route("/throughput", with_console(throughput_page)),
-        Route("/api/groups/{group}/lag", with_console(group_lag_json)),
+        Route("/api/lag/{group:path}", with_console(group_lag_json)),
         Route("/api/topics/{topic}/rates", with_console(topic_rates_json)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -206,6 +206,25 @@ def test_groups_page_shows_members_assignment_and_lag_per_partition(
         consumer.close()
 
 
+def test_a_group_id_with_markup_and_a_slash_is_listed_and_described_as_text(
+    cluster: KafkapyCluster, console: ConsoleProcess, page: Any
+) -> None:
+    odd = "<i>team/one</i>"
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": odd})
+    try:
+        consumer.commit(offsets=[TopicPartition("orders", 1, 2)], asynchronous=False)
+    finally:
+        consumer.close()
+    page.goto(console.url + "/groups")
+    link = page.locator(f'tr[data-group="{odd}"] a')
+    assert link.inner_text() == odd
+    assert page.locator("main i").count() == 0
+    link.click()
+    page.wait_for_selector("#group-id")
+    assert page.locator("#group-id").inner_text() == odd
+    assert cells(page, "lag", "data-tp", "lag") == {"orders-1": "8"}
+
+
 def test_an_unknown_topic_is_kafka_s_error_on_an_intact_page(console: ConsoleProcess, page: Any) -> None:
     response = page.goto(console.url + "/topics/" + "%3Cb%3Enot-there%3Cb%3E")
     assert response.status == 404

@@ -88,7 +88,7 @@ def test_the_group_lag_plot_follows_the_lag(
     assert plot.locator("canvas").count() == 1
     page.screenshot(path=str(screenshots / "lag-plot.png"), full_page=True)
     plot.screenshot(path=str(screenshots / "lag-plot-only.png"))
-    data = get_json(console.url + f"/api/groups/{GROUP}/lag")
+    data = get_json(console.url + f"/api/lag/{GROUP}")
     totals = [t for t in data["total"]]
     # Every level the lag went through was sampled, and the latest is the lag now.
     assert {20, 60, 120} <= set(totals)
