@@ -125,7 +125,15 @@ def test_group_lag_rises_while_producing_and_falls_after_consuming(cluster: Kafk
     groups.commit_offsets(group, {(topic, p): 0 for p in range(3)})
 
     async def scenario() -> History:
-        history = History(cluster.bootstrap_servers, lag_interval_s=INTERVAL_S)
+        made: list[GroupAdmin] = []
+
+        def group_admin() -> GroupAdmin:  # the seam a TLS/SASL console uses
+            made.append(GroupAdmin(cluster.bootstrap_servers, timeout_ms=20_000))
+            return made[-1]
+
+        history = History(
+            cluster.bootstrap_servers, lag_interval_s=INTERVAL_S, group_admin_factory=group_admin
+        )
         history.start()
         try:
             await until(lambda: bool(history.group_lag_series(group)), "a first lag sample")
@@ -144,6 +152,7 @@ def test_group_lag_rises_while_producing_and_falls_after_consuming(cluster: Kafk
             assert history.partition_lag(group) == {TopicPartition(topic, p): 0 for p in range(3)}
             assert history.partition_lag_series(group, TopicPartition(topic, 1))[-1][1] == 0
             assert group in history.groups()
+            assert len(made) == 1  # one client for every round
             return history
         finally:
             await history.stop()

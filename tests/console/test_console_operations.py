@@ -49,9 +49,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster
 
 @pytest.fixture(scope="module")
 def ops(cluster: KafkapyCluster) -> Iterator[Operations]:
-    operations = Operations(cluster.bootstrap_servers, timeout_ms=20_000)
+    made: list[GroupAdmin] = []
+
+    def group_admin() -> GroupAdmin:  # the seam a TLS/SASL console uses
+        made.append(GroupAdmin(cluster.bootstrap_servers, timeout_ms=20_000))
+        return made[-1]
+
+    operations = Operations(cluster.bootstrap_servers, timeout_ms=20_000, group_admin_factory=group_admin)
     yield operations
     run(operations.close())
+    assert len(made) == 1  # made once, when the first group operation needed it
 
 
 @pytest.fixture(scope="module")
