@@ -8,9 +8,12 @@ One conversion, `operation_error`, turns what the shared client and tool code ra
   broker error the refused request would have met (INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS,
   INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG) with the tool's message;
   an unreadable plan or option value is INVALID_REQUEST; starting a reassignment while one is in
-  flight (the tool's --additional refusal) is REASSIGNMENT_IN_PROGRESS;
+  flight (the tool's --additional refusal) is REASSIGNMENT_IN_PROGRESS (reassignment_ops.py);
 - resetting the offsets of a group that is not inactive is NON_EMPTY_GROUP with
-  kafka-consumer-groups' own message ("Assignments can only be reset if the group ...").
+  kafka-consumer-groups' own message ("Assignments can only be reset if the group ...");
+- a connection that failed (OSError) is NETWORK_EXCEPTION, with the system's message; a cluster
+  that does not answer at all is the admin clients' REQUEST_TIMED_OUT ("Timed out waiting for a
+  node assignment").
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from __future__ import annotations
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.tools import kafka_json
 from kafkapy.tools.consumer_groups_cmd.reset import UsageError
-from kafkapy.tools.reassign_cmd.reassignment_json import AdminCommandFailedError, TerseReassignmentFailure
+from kafkapy.tools.reassign_cmd.reassignment_json import AdminCommandFailedError
 from kafkapy.zk.errors import AdminOperationError
 
 INVALID_REQUEST = "INVALID_REQUEST"
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
 REASSIGNMENT_IN_PROGRESS = "REASSIGNMENT_IN_PROGRESS"
 
@@ -62,6 +66,6 @@ def operation_error(error: Exception) -> OperationError | None:
         return OperationError(error.error_name, str(error))
     if isinstance(error, AdminOperationError | kafka_json.JsonMappingError | UsageError):
         return OperationError(INVALID_REQUEST, str(error))
-    if isinstance(error, TerseReassignmentFailure):
-        return OperationError(REASSIGNMENT_IN_PROGRESS, str(error))
+    if isinstance(error, OSError):
+        return OperationError(NETWORK_EXCEPTION, str(error) or type(error).__name__)
     return None

@@ -124,8 +124,12 @@ class History:
         groups: Sequence[str] | None = None,
         max_series: int = DEFAULT_MAX_SERIES,
         timeout_ms: int = 5000,
+        group_admin_factory: Callable[[], GroupAdmin] | None = None,
     ) -> None:
+        """`group_admin_factory` makes the lag sampler's client (on its thread), for TLS/SASL
+        clusters; by default a plain GroupAdmin over `bootstrap_servers`."""
         self.bootstrap_servers = bootstrap_servers
+        self._group_admin_factory = group_admin_factory
         self.metrics_urls = [metrics_url(u) for u in metrics_urls]
         self.lag_interval_s = lag_interval_s
         self.rate_interval_s = rate_interval_s
@@ -177,7 +181,11 @@ class History:
 
         def measure() -> dict[str, GroupLag]:
             if self._admin is None:
-                self._admin = GroupAdmin(self.bootstrap_servers, timeout_ms=self.timeout_ms)
+                self._admin = (
+                    self._group_admin_factory()
+                    if self._group_admin_factory is not None
+                    else GroupAdmin(self.bootstrap_servers, timeout_ms=self.timeout_ms)
+                )
             return lag_round(self._admin, self.tracked_groups)
 
         try:

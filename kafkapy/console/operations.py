@@ -74,9 +74,19 @@ T = TypeVar("T")
 class Operations:
     """The console's operator actions over one cluster (bootstrap servers as the tools take them)."""
 
-    def __init__(self, bootstrap_servers: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        admin_factory: Callable[[], AdminClient] | None = None,
+        group_admin_factory: Callable[[], GroupAdmin] | None = None,
+    ) -> None:
+        """The factories make the blocking clients (on the worker thread, when first needed):
+        by default plain ones over `bootstrap_servers`; pass them for TLS/SASL connections."""
         self.bootstrap_servers = bootstrap_servers
         self.timeout_ms = timeout_ms
+        self._admin_factory = admin_factory
+        self._group_admin_factory = group_admin_factory
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkapy-console-ops")
         self._admin: AdminClient | None = None
         self._groups: GroupAdmin | None = None
@@ -85,12 +95,20 @@ class Operations:
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.bootstrap_servers, timeout_ms=self.timeout_ms)
+            self._admin = (
+                self._admin_factory()
+                if self._admin_factory is not None
+                else AdminClient(self.bootstrap_servers, timeout_ms=self.timeout_ms)
+            )
         return self._admin
 
     def _group_admin(self) -> GroupAdmin:
         if self._groups is None:
-            self._groups = GroupAdmin(self.bootstrap_servers, timeout_ms=self.timeout_ms)
+            self._groups = (
+                self._group_admin_factory()
+                if self._group_admin_factory is not None
+                else GroupAdmin(self.bootstrap_servers, timeout_ms=self.timeout_ms)
+            )
         return self._groups
 
     async def _run(self, call: Callable[[], T]) -> T:

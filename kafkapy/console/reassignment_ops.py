@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
 from kafkapy.common.topic_partition import TopicPartition
-from kafkapy.console.errors import OperationError, from_kafka
+from kafkapy.console.errors import REASSIGNMENT_IN_PROGRESS, OperationError, from_kafka
+from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.tools.reassign_cmd.admin_actions import (
     DEFAULT_MOVE_TIMEOUT_MS,
     check_execution,
@@ -25,7 +26,9 @@ from kafkapy.tools.reassign_cmd.admin_actions import (
     reassignment_states,
 )
 from kafkapy.tools.reassign_cmd.reassignment_json import (
+    AdminCommandFailedError,
     Assignment,
+    TerseReassignmentFailure,
     check_execute_parts,
     format_reassignment_json,
     parse_execute_args,
@@ -99,7 +102,10 @@ def verification_targets(plan: ReassignmentPlan | str) -> Assignment:
 
 def start(admin: AdminClient, plan: ReassignmentPlan | str, additional: bool) -> ReassignmentStarted:
     proposed, log_dirs = execution_plan(plan)
-    current, _ongoing = check_execution(admin, proposed, additional)
+    try:
+        current, _ongoing = check_execution(admin, proposed, additional)
+    except TerseReassignmentFailure as e:  # the tool's refusal without --additional
+        raise OperationError(REASSIGNMENT_IN_PROGRESS, str(e)) from None
     errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
     if errors:
         failed = sorted(errors, key=sort_key)
@@ -109,11 +115,22 @@ def start(admin: AdminClient, plan: ReassignmentPlan | str, additional: bool) ->
         )
         raise OperationError(first.name, message)
     if log_dirs:
-        execute_moves(admin, log_dirs, DEFAULT_MOVE_TIMEOUT_MS, lambda _line: None)
+        _move_log_dirs(admin, log_dirs)
     return ReassignmentStarted(
         tuple(sorted(proposed, key=sort_key)),
         format_reassignment_json({tp: current[tp] for tp in proposed}),
     )
+
+
+def _move_log_dirs(admin: AdminClient, log_dirs: LogDirs) -> None:
+    """--execute's AlterReplicaLogDirs for the plan's log dirs other than "any"."""
+    try:
+        execute_moves(admin, log_dirs, DEFAULT_MOVE_TIMEOUT_MS, lambda _line: None)
+    except TerseReassignmentFailure as e:  # a replica not on its broker before the time-out
+        raise OperationError(TimeoutException.name, str(e)) from None
+    except AdminCommandFailedError as e:  # a broker refused the move: its error, the tool's words
+        cause = e.__cause__
+        raise OperationError(cause.name if isinstance(cause, KafkaError) else e.error_name, str(e)) from None
 
 
 def ongoing(admin: AdminClient) -> list[OngoingReassignment]:

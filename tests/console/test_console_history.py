@@ -12,7 +12,6 @@ after a restart neither produce negative rates nor lose the bytes written after 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -69,6 +68,24 @@ def produce(cluster: KafkapyCluster, topic: str, partitions: int, count: int) ->
     assert producer.flush(WAIT_S) == 0
 
 
+def consume_all(
+    cluster: KafkapyCluster, topic: str, partitions: int, count: int, group: str = "reader"
+) -> None:
+    """Read `count` records from offset 0 of each partition and commit them in `group`."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([ConfluentPartition(topic, p, 0) for p in range(partitions)])
+    read = 0
+    deadline = time.monotonic() + WAIT_S
+    while read < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            read += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert read == count
+
+
 def log_bytes(cluster: KafkapyCluster, topic: str) -> int:
     """Bytes in the logs of `topic` on every broker (replication factor 1: each log once)."""
     return sum(f.stat().st_size for b in cluster.brokers for f in Path(b.log_dir).glob(f"{topic}-*/*.log"))
@@ -108,7 +125,15 @@ def test_group_lag_rises_while_producing_and_falls_after_consuming(cluster: Kafk
     groups.commit_offsets(group, {(topic, p): 0 for p in range(3)})
 
     async def scenario() -> History:
-        history = History(cluster.bootstrap_servers, lag_interval_s=INTERVAL_S)
+        made: list[GroupAdmin] = []
+
+        def group_admin() -> GroupAdmin:  # the seam a TLS/SASL console uses
+            made.append(GroupAdmin(cluster.bootstrap_servers, timeout_ms=20_000))
+            return made[-1]
+
+        history = History(
+            cluster.bootstrap_servers, lag_interval_s=INTERVAL_S, group_admin_factory=group_admin
+        )
         history.start()
         try:
             await until(lambda: bool(history.group_lag_series(group)), "a first lag sample")
@@ -122,25 +147,12 @@ def test_group_lag_rises_while_producing_and_falls_after_consuming(cluster: Kafk
             totals = [lag for _, lag in history.group_lag_series(group)]
             assert totals == sorted(totals) and {90, 180, 270} <= set(totals)
 
-            def consume() -> None:
-                consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
-                                     "enable.auto.commit": False})  # fmt: skip
-                consumer.assign([ConfluentPartition(topic, p, 0) for p in range(3)])
-                read = 0
-                deadline = time.monotonic() + WAIT_S
-                while read < 270 and time.monotonic() < deadline:
-                    msg = consumer.poll(0.5)
-                    if msg is not None and msg.error() is None:
-                        read += 1
-                consumer.commit(asynchronous=False)
-                consumer.close()
-                assert read == 270
-
-            await in_thread(consume)
+            await in_thread(lambda: consume_all(cluster, topic, 3, 270, group))
             await until(lambda: history.group_lag_series(group)[-1][1] == 0, "the lag to fall")
             assert history.partition_lag(group) == {TopicPartition(topic, p): 0 for p in range(3)}
             assert history.partition_lag_series(group, TopicPartition(topic, 1))[-1][1] == 0
             assert group in history.groups()
+            assert len(made) == 1  # one client for every round
             return history
         finally:
             await history.stop()
@@ -169,26 +181,31 @@ def test_topic_rates_follow_production_and_sum_to_the_bytes_written(cluster: Kaf
             assert all(s[1:] == (0.0, 0.0, 0.0) for s in history.topic_rate_series(topic))
             start = history.topic_rate_series(topic)[-1][0]
             bytes_at_start = log_bytes(cluster, topic)
-            stop = threading.Event()
 
             def produce_steadily() -> None:  # ~3 s of production, 30 records every 0.1 s
                 for _ in range(records // 30):
                     produce(cluster, topic, 3, 30)
                     time.sleep(0.1)
-                stop.set()
 
-            producing = in_thread(produce_steadily)
-            await asyncio.sleep(1.5)
-            assert history.topic_rate_series(topic)[-1][1] > 0  # bytes in/s while producing
-            assert history.topic_rate_series(topic)[-1][3] > 0  # messages in/s
-            await producing
+            await in_thread(produce_steadily)
             produced_at = time.time()
+            during = [s for s in history.topic_rate_series(topic) if start < s[0] <= produced_at]
+            # Rates while producing: bytes in/s and messages in/s above 0 (a round or two at least).
+            assert sum(1 for s in during if s[1] > 0 and s[3] > 0) >= 2, during
             # Two more rounds: the last bytes are counted, then the topic is idle again.
             await until(
                 lambda: sum(1 for s in history.topic_rate_series(topic) if s[0] > produced_at) >= 3, "rounds"
             )
             assert history.topic_rate_series(topic)[-1][1:] == (0.0, 0.0, 0.0)
             assert history.endpoint_errors() == {}
+
+            read_from = time.time()
+            await in_thread(lambda: consume_all(cluster, topic, 3, records + 3))
+            read_at = time.time()
+            await until(
+                lambda: sum(1 for s in history.topic_rate_series(topic) if s[0] > read_at) >= 2, "rounds"
+            )
+            assert any(s[2] > 0 for s in history.topic_rate_series(topic) if s[0] > read_from)  # bytes out/s
             return history, start, bytes_at_start
         finally:
             await history.stop()
@@ -201,6 +218,8 @@ def test_topic_rates_follow_production_and_sum_to_the_bytes_written(cluster: Kaf
     # The rates, integrated over the samples' intervals, give the same within the scrapes' jitter.
     assert integral(series, 1, start) == pytest.approx(written, rel=0.05)
     assert integral(series, 3, start) == pytest.approx(records, rel=0.05)
+    # Every batch went out to the consumer at least once (BytesOut counts record bytes sent).
+    assert increase(history, topic, 1, start) >= written
     assert topic in history.topics()
 
 
@@ -251,3 +270,23 @@ def test_a_broker_down_is_skipped_and_its_restarted_counters_count_from_zero(clu
     # the bytes are checked through the counters' increases.
     assert increase(history, topic, 0, restarted_at) == written_after
     assert increase(history, topic, 2, restarted_at) == 100
+
+
+@pytest.mark.timeout(60)
+def test_nothing_reachable_leaves_no_samples_and_names_the_endpoints() -> None:
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+
+    async def scenario() -> History:
+        history = History(f"127.0.0.1:{free_port()}", [url], timeout_ms=500)
+        try:
+            await history.sample_lag()
+            await history.sample_rates()
+            await history.sample_rates()
+        finally:
+            await history.stop()
+        return history
+
+    history = asyncio.run(scenario())
+    assert history.groups() == [] and history.topics() == []
+    assert list(history.endpoint_errors()) == [url]
+    assert "Connection refused" in history.endpoint_errors()[url]

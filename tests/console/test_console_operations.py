@@ -20,7 +20,7 @@ from kafkapy.client.configs import TOPIC, describe_configs
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.console.operations import COMPLETED, IN_PROGRESS, OperationError, Operations
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP
-from kafkapy.testing import KafkapyCluster, kafkapy_cluster_context
+from kafkapy.testing import KafkapyCluster, free_port, kafkapy_cluster_context
 from kafkapy.tools.consumer_groups_cmd.group_admin import GroupAdmin
 
 WAIT_S = 60.0
@@ -49,9 +49,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster
 
 @pytest.fixture(scope="module")
 def ops(cluster: KafkapyCluster) -> Iterator[Operations]:
-    operations = Operations(cluster.bootstrap_servers, timeout_ms=20_000)
+    made: list[GroupAdmin] = []
+
+    def group_admin() -> GroupAdmin:  # the seam a TLS/SASL console uses
+        made.append(GroupAdmin(cluster.bootstrap_servers, timeout_ms=20_000))
+        return made[-1]
+
+    operations = Operations(cluster.bootstrap_servers, timeout_ms=20_000, group_admin_factory=group_admin)
     yield operations
     run(operations.close())
+    assert len(made) == 1  # made once, when the first group operation needed it
 
 
 @pytest.fixture(scope="module")
@@ -364,3 +371,16 @@ def test_reset_offsets_of_an_active_group_is_refused_with_the_tool_s_message(
     assert run(ops.reset_offsets("readers", {"busy": None}, "to-latest", execute=True)) == {
         TopicPartition("busy", 0): 3
     }
+
+
+@pytest.mark.timeout(60)
+def test_an_unreachable_cluster_is_a_timeout_not_a_hang() -> None:
+    operations = Operations(f"127.0.0.1:{free_port()}", timeout_ms=1000)
+    try:
+        e = refusal(operations.create_topic("anywhere", partitions=1))
+        assert (e.error_name, e.message) == (
+            "REQUEST_TIMED_OUT",
+            "Timed out waiting for a node assignment. Call: createTopics",
+        )
+    finally:
+        run(operations.close())
