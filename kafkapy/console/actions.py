@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from kafkapy.client.admin import AdminClient
+from kafkapy.client.admin import DEFAULT_TIMEOUT_MS
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.console.clients import ClusterAccess, Credentials
 from kafkapy.console.errors import INVALID_REQUEST, OperationError
@@ -31,7 +31,6 @@ from kafkapy.console.operations import (
     Operations,
     ReassignmentProgress,
 )
-from kafkapy.tools.consumer_groups_cmd.group_admin import GroupAdmin
 
 if TYPE_CHECKING:
     from kafkapy.console.app import Console
@@ -62,30 +61,13 @@ class Action:
     back: Callable[[Fields], str] = field(default=lambda f: "/")
 
 
-class ConsoleOperations(Operations):
+def operations(access: ClusterAccess, credentials: Credentials | None) -> Operations:
     """Operations whose clients connect as the logged-in user (SASL) or with --command-config."""
-
-    def __init__(self, access: ClusterAccess, credentials: Credentials | None) -> None:
-        super().__init__(access.bootstrap_servers)
-        self._access = access
-        self._credentials = credentials
-
-    def _admin_client(self) -> AdminClient:
-        if self._admin is None:
-            from kafkapy.client.client_security import connector
-
-            security = self._access.security(self._credentials)
-            self._admin = AdminClient(
-                self.bootstrap_servers, self.timeout_ms, connector(security, "kafkapy-console")
-            )
-        return self._admin
-
-    def _group_admin(self) -> GroupAdmin:
-        if self._groups is None:
-            self._groups = GroupAdmin(
-                self.bootstrap_servers, self.timeout_ms, self._access.security(self._credentials)
-            )
-        return self._groups
+    return Operations(
+        access.bootstrap_servers,
+        admin_factory=lambda: access.new_admin(credentials, DEFAULT_TIMEOUT_MS),
+        group_admin_factory=lambda: access.new_groups(credentials, DEFAULT_TIMEOUT_MS),
+    )
 
 
 # -- form parsing -----------------------------------------------------------------------------------
@@ -344,7 +326,7 @@ async def action_endpoint(console: Console, request: Request) -> Response:
     fields = {
         k: str(v) for k, v in form.items() if k not in ("csrf_token", "confirmed") and isinstance(v, str)
     }
-    ops = ConsoleOperations(console.access, session.credentials)
+    ops = operations(console.access, session.credentials)
     context: dict[str, object] = {"action": action, "fields": fields, "back": action.back(fields)}
     try:
         if form.get("confirmed") != "yes":
@@ -366,7 +348,7 @@ async def reassignments_page(console: Console, request: Request) -> Response:
         return RedirectResponse("/login?next=/reassignments", status_code=303)
     plan = request.query_params.get("plan", "")
     session = console.sessions.get(request)
-    ops = ConsoleOperations(console.access, session.credentials if session else None)
+    ops = operations(console.access, session.credentials if session else None)
     error: OperationError | None = None
     ongoing: list[OngoingReassignment] = []
     progress: list[ReassignmentProgress] = []

@@ -42,6 +42,9 @@ class ClusterAccess:
         self.bootstrap_servers = bootstrap_servers
         props = dict(properties or {})
         self.sasl = props.get("security.protocol", "PLAINTEXT").strip().upper().startswith("SASL_")
+        # A JAAS line in --command-config is the console's own account: the background samplers
+        # of the plots use it (users still log in as themselves for the pages and actions).
+        self.has_own_credentials = not self.sasl or bool(props.get("sasl.jaas.config"))
         if self.sasl and not props.get("sasl.jaas.config"):
             props["sasl.jaas.config"] = _PLACEHOLDER_JAAS
         # Raises ClientConfigError on unusable properties: the command refuses to start.
@@ -83,11 +86,17 @@ class ClusterAccess:
             raise last
         raise NetworkException(f"No broker of {self.bootstrap_servers} could be reached: {last}")
 
+    def new_admin(self, credentials: Credentials | None, timeout_ms: int = TIMEOUT_MS) -> AdminClient:
+        return AdminClient(
+            self.bootstrap_servers, timeout_ms, connector(self.security(credentials), CLIENT_ID)
+        )
+
+    def new_groups(self, credentials: Credentials | None, timeout_ms: int = TIMEOUT_MS) -> GroupAdmin:
+        return GroupAdmin(self.bootstrap_servers, timeout_ms, self.security(credentials))
+
     @contextmanager
     def admin(self, credentials: Credentials | None) -> Iterator[AdminClient]:
-        client = AdminClient(
-            self.bootstrap_servers, TIMEOUT_MS, connector(self.security(credentials), CLIENT_ID)
-        )
+        client = self.new_admin(credentials)
         try:
             yield client
         finally:
@@ -95,7 +104,7 @@ class ClusterAccess:
 
     @contextmanager
     def groups(self, credentials: Credentials | None) -> Iterator[GroupAdmin]:
-        client = GroupAdmin(self.bootstrap_servers, TIMEOUT_MS, self.security(credentials))
+        client = self.new_groups(credentials)
         try:
             yield client
         finally:

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 
 def make_history(console: Console) -> History | None:
-    """A History for the console's cluster; None on a SASL cluster, whose brokers would refuse
-    the sampler's unauthenticated group requests (it has no credentials of its own yet)."""
-    if console.access.sasl:
+    """A History for the console's cluster, its lag sampler connecting with --command-config's
+    security; None on a SASL cluster when that file names no account of the console's own (the
+    samplers run for everyone, not as one logged-in user)."""
+    access = console.access
+    if not access.has_own_credentials:
         return None
     interval = console.config.sample_interval_s
     return History(
@@ -32,6 +34,7 @@ def make_history(console: Console) -> History | None:
         console.config.metrics_urls,
         lag_interval_s=interval,
         rate_interval_s=interval,
+        group_admin_factory=lambda: access.new_groups(None),
     )
 
 

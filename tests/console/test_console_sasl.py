@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(240)
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-secret" user_alice="alice-secret";'
+    'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 )
 SASL_PORTS: dict[int, int] = {}
 
@@ -55,9 +55,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster
         cluster.stop()
 
 
-def start_console(cluster: KafkapyCluster, tmp: Path, mechanism: str, *extra: str) -> ConsoleProcess:
+def start_console(
+    cluster: KafkapyCluster, tmp: Path, mechanism: str, *extra: str, own_account: str = ""
+) -> ConsoleProcess:
     config = tmp / f"client-{mechanism}.properties"
-    config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\n")
+    config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\n{own_account}")
     return ConsoleProcess(
         ["--bootstrap-server", f"127.0.0.1:{SASL_PORTS[0]}", "--command-config", str(config), *extra],
         tmp / f"console-{mechanism}.log",
@@ -68,7 +70,19 @@ def start_console(cluster: KafkapyCluster, tmp: Path, mechanism: str, *extra: st
 def plain_console(
     cluster: KafkapyCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ConsoleProcess]:
-    proc = start_console(cluster, tmp_path_factory.mktemp("console-plain"), "PLAIN")
+    # The console's own account: its plots' lag sampler authenticates with it.
+    own = (
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret";\n'
+    )
+    proc = start_console(
+        cluster,
+        tmp_path_factory.mktemp("console-plain"),
+        "PLAIN",
+        "--sample-interval",
+        "0.5",
+        own_account=own,
+    )
     yield proc
     proc.stop()
 
@@ -133,6 +147,26 @@ def test_plain_login_shows_the_cluster_as_that_user_and_logout_ends_it(
     page.wait_for_load_state()
     page.goto(plain_console.url + "/topics")
     assert page.url.startswith(plain_console.url + "/login")
+
+
+def test_the_lag_plot_samples_with_the_console_s_own_account_and_shows_to_logged_in_users(
+    cluster: KafkapyCluster, plain_console: ConsoleProcess, page: Any
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": "sasl-lagging", "enable.auto.commit": False,
+    })  # fmt: skip
+    try:
+        consumer.commit(offsets=[TopicPartition("behind-sasl", 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    api = plain_console.url + "/api/lag/sasl-lagging"
+    assert page.request.get(api).status == 401
+    page.goto(plain_console.url + "/login?next=/groups/sasl-lagging")
+    log_in(page, "alice", "alice-secret")
+    page.wait_for_function("document.querySelector('#lag-plot').getAttribute('data-points') > 1")
+    assert page.request.get(api).json()["total"][-1] == 0
 
 
 def test_scram_login(scram_console: ConsoleProcess, page: Any) -> None:
