@@ -22,8 +22,10 @@ from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.tools.reassign_cmd.admin_actions import (
     DEFAULT_MOVE_TIMEOUT_MS,
     check_execution,
+    clear_throttles,
     execute_moves,
     reassignment_states,
+    throttle_moves,
 )
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     AdminCommandFailedError,
@@ -100,12 +102,17 @@ def verification_targets(plan: ReassignmentPlan | str) -> Assignment:
     return dict(_pairs(plan))
 
 
-def start(admin: AdminClient, plan: ReassignmentPlan | str, additional: bool) -> ReassignmentStarted:
+def start(
+    admin: AdminClient, plan: ReassignmentPlan | str, additional: bool, throttle: int = -1
+) -> ReassignmentStarted:
+    """--execute [--additional] [--throttle B/s] without its printing."""
     proposed, log_dirs = execution_plan(plan)
     try:
-        current, _ongoing = check_execution(admin, proposed, additional)
+        current, in_flight = check_execution(admin, proposed, additional)
     except TerseReassignmentFailure as e:  # the tool's refusal without --additional
         raise OperationError(REASSIGNMENT_IN_PROGRESS, str(e)) from None
+    if throttle >= 0:
+        throttle_moves(admin, proposed, current, in_flight, throttle)
     errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
     if errors:
         failed = sorted(errors, key=sort_key)
@@ -143,8 +150,15 @@ def ongoing(admin: AdminClient) -> list[OngoingReassignment]:
     ]
 
 
-def verify(admin: AdminClient, plan: ReassignmentPlan | str) -> list[ReassignmentProgress]:
-    states = reassignment_states(admin, verification_targets(plan))
+def verify(
+    admin: AdminClient, plan: ReassignmentPlan | str, clear_throttles_when_done: bool
+) -> list[ReassignmentProgress]:
+    """--verify's report; with `clear_throttles_when_done`, also its removal of every replication
+    throttle (brokers and the plan's topics) once no partition of the plan is in progress."""
+    targets = verification_targets(plan)
+    states = reassignment_states(admin, targets)
+    if clear_throttles_when_done and all(state.done for state in states.values()):
+        clear_throttles(admin, targets, lambda _line: None)
     progress = []
     for tp in sorted(states, key=sort_key):
         state = states[tp]
