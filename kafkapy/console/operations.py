@@ -7,6 +7,8 @@
     started = await ops.start_reassignment({"orders": {0: [2, 3], 1: [3, 1]}})  # or the tool's JSON
     await ops.ongoing_reassignments()            # [OngoingReassignment(topic, partition, replicas, adding, removing)]
     await ops.verify_reassignment(plan)          # [ReassignmentProgress(..., status="in progress"|"completed"|...)]
+    async for report in ops.watch_reassignment(plan, clear_throttles_when_done=True): ...  # until done
+    await ops.cancel_reassignments([TopicPartition("orders", 0)])   # start_reassignment(plan, throttle=B/s)
     await ops.elect_preferred_leaders()          # every partition, or elect_preferred_leaders([tp, ...])
     await ops.delete_records({TopicPartition("orders", 0): 100})   # -1: up to the high watermark
     await ops.reset_offsets("billing", {"orders": None}, "to-earliest", execute=False)  # dry run: the plan

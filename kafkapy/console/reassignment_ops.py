@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
@@ -43,10 +44,11 @@ from kafkapy.tools.reassign_cmd.reassignment_json import (
 ReassignmentPlan = Mapping[str, Mapping[int, Sequence[int]]]
 LogDirs = dict[tuple[TopicPartition, int], str]
 
-IN_PROGRESS = "in progress"
-COMPLETED = "completed"
+ProgressStatus = Literal["in progress", "completed", "not as planned"]
+IN_PROGRESS: Final = "in progress"
+COMPLETED: Final = "completed"
 # Kafka's "There is no active reassignment of partition ..., but replica set is ... rather than ...".
-NOT_AS_PLANNED = "not as planned"
+NOT_AS_PLANNED: Final = "not as planned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +68,7 @@ class ReassignmentProgress:
 
     topic: str
     partition: int
-    status: str  # IN_PROGRESS, COMPLETED or NOT_AS_PLANNED
+    status: ProgressStatus
     current_replicas: tuple[int, ...]
     target_replicas: tuple[int, ...]
     message: str  # --verify's line for the partition
@@ -105,7 +107,9 @@ def verification_targets(plan: ReassignmentPlan | str) -> Assignment:
 def start(
     admin: AdminClient, plan: ReassignmentPlan | str, additional: bool, throttle: int = -1
 ) -> ReassignmentStarted:
-    """--execute [--additional] [--throttle B/s] without its printing."""
+    """--execute [--additional] [--throttle B/s] without its printing. Partitions the controller
+    refused raise (the first one's error name; the others of the plan have started, as with the
+    tool)."""
     proposed, log_dirs = execution_plan(plan)
     try:
         current, in_flight = check_execution(admin, proposed, additional)
@@ -162,6 +166,7 @@ def verify(
     progress = []
     for tp in sorted(states, key=sort_key):
         state = states[tp]
+        status: ProgressStatus
         if not state.done:
             status = IN_PROGRESS
         elif state.current_replicas == state.target_replicas:
