@@ -18,16 +18,22 @@ One conversion, `operation_error`, turns what the shared client and tool code ra
 
 from __future__ import annotations
 
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.errors import (
+    GroupNotEmptyException,
+    InvalidRequestException,
+    KafkaError,
+    NetworkException,
+    ReassignmentInProgressException,
+)
 from kafkapy.tools import kafka_json
 from kafkapy.tools.consumer_groups_cmd.reset import UsageError
 from kafkapy.tools.reassign_cmd.reassignment_json import AdminCommandFailedError
 from kafkapy.zk.errors import AdminOperationError
 
-INVALID_REQUEST = "INVALID_REQUEST"
-NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
-NON_EMPTY_GROUP = "NON_EMPTY_GROUP"
-REASSIGNMENT_IN_PROGRESS = "REASSIGNMENT_IN_PROGRESS"
+INVALID_REQUEST = InvalidRequestException.name
+NETWORK_EXCEPTION = NetworkException.name
+NON_EMPTY_GROUP = GroupNotEmptyException.name
+REASSIGNMENT_IN_PROGRESS = ReassignmentInProgressException.name
 
 
 class OperationError(Exception):
@@ -56,8 +62,8 @@ def from_kafka(error: KafkaError) -> OperationError:
 
 
 def operation_error(error: Exception) -> OperationError | None:
-    """The OperationError for what a client or tool function raised; None: not a refusal (a bug
-    or an I/O failure the caller should let through)."""
+    """The OperationError for what a client or tool function raised; None for anything else (a
+    bug, which the caller lets through)."""
     if isinstance(error, OperationError):
         return error
     if isinstance(error, KafkaError):

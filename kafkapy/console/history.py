@@ -146,6 +146,7 @@ class History:
             max(1, min(8, len(self.metrics_urls))), thread_name_prefix="kafkapy-console-scrape"
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
 
     # -- the web app's view ---------------------------------------------------------------------
 
@@ -221,25 +222,34 @@ class History:
 
     def start(self) -> None:
         """Start both samplers on the running loop (lag only without metrics URLs)."""
-        if self._tasks:
+        if self._tasks or self._stopped:
             return
         self._tasks.append(asyncio.create_task(self._every(self.lag_interval_s, self.sample_lag)))
         if self.metrics_urls:
             self._tasks.append(asyncio.create_task(self._every(self.rate_interval_s, self.sample_rates)))
 
     async def stop(self) -> None:
+        """Stop sampling (once: a stopped History is not started again); the series stay."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self._stopped:
+            return
+        self._stopped = True
+        # Closed on the lag thread, after a round still running there (which may have just made
+        # the client); stop() does not wait for that round.
+        self._lag_executor.submit(self._close_admin)
+        self._lag_executor.shutdown(wait=False)
+        self._scrape_executor.shutdown(wait=False)
+
+    def _close_admin(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None:
             with contextlib.suppress(Exception):
-                await asyncio.get_running_loop().run_in_executor(self._lag_executor, admin.close)
-        self._lag_executor.shutdown(wait=False)
-        self._scrape_executor.shutdown(wait=False)
+                admin.close()
 
     @staticmethod
     async def _every(interval_s: float, sample: Callable[[], Awaitable[None]]) -> None:

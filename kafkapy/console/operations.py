@@ -7,6 +7,8 @@
     started = await ops.start_reassignment({"orders": {0: [2, 3], 1: [3, 1]}})  # or the tool's JSON
     await ops.ongoing_reassignments()            # [OngoingReassignment(topic, partition, replicas, adding, removing)]
     await ops.verify_reassignment(plan)          # [ReassignmentProgress(..., status="in progress"|"completed"|...)]
+    async for report in ops.watch_reassignment(plan, clear_throttles_when_done=True): ...  # until done
+    await ops.cancel_reassignments([TopicPartition("orders", 0)])   # start_reassignment(plan, throttle=B/s)
     await ops.elect_preferred_leaders()          # every partition, or elect_preferred_leaders([tp, ...])
     await ops.delete_records({TopicPartition("orders", 0): 100})   # -1: up to the high watermark
     await ops.reset_offsets("billing", {"orders": None}, "to-earliest", execute=False)  # dry run: the plan
@@ -198,29 +200,38 @@ class Operations:
     # -- reassignments ----------------------------------------------------------------------------
 
     async def start_reassignment(
-        self, plan: ReassignmentPlan | str, additional: bool = False
+        self, plan: ReassignmentPlan | str, additional: bool = False, throttle: int = -1
     ) -> ReassignmentStarted:
         """AlterPartitionReassignments for `plan` ({topic: {partition: replicas}} or the JSON of
         kafkapy-reassign-partitions) after --execute's checks; with another reassignment in
-        flight only when `additional` (--additional), else REASSIGNMENT_IN_PROGRESS."""
-        return await self._run(lambda: reassignment_ops.start(self._admin_client(), plan, additional))
+        flight only when `additional` (--additional), else REASSIGNMENT_IN_PROGRESS. A
+        `throttle` >= 0 (B/s) sets --throttle's replication throttles on the moving replicas
+        (verify_reassignment(..., clear_throttles_when_done=True) removes them)."""
+        return await self._run(
+            lambda: reassignment_ops.start(self._admin_client(), plan, additional, throttle)
+        )
 
     async def ongoing_reassignments(self) -> list[OngoingReassignment]:
         """Every reassignment the controller has in flight (kafkapy-reassign-partitions --list)."""
         return await self._run(lambda: reassignment_ops.ongoing(self._admin_client()))
 
-    async def verify_reassignment(self, plan: ReassignmentPlan | str) -> list[ReassignmentProgress]:
-        """Each partition of `plan`: in progress, completed, or not as planned (--verify's lines;
-        throttles are left alone)."""
-        return await self._run(lambda: reassignment_ops.verify(self._admin_client(), plan))
+    async def verify_reassignment(
+        self, plan: ReassignmentPlan | str, clear_throttles_when_done: bool = False
+    ) -> list[ReassignmentProgress]:
+        """Each partition of `plan`: in progress, completed, or not as planned (--verify's lines).
+        Throttles are left alone unless `clear_throttles_when_done` (--verify's clearing, once
+        nothing of the plan is in progress; --preserve-throttles is the default here)."""
+        return await self._run(
+            lambda: reassignment_ops.verify(self._admin_client(), plan, clear_throttles_when_done)
+        )
 
     async def watch_reassignment(
-        self, plan: ReassignmentPlan | str, interval_s: float = 1.0
+        self, plan: ReassignmentPlan | str, interval_s: float = 1.0, clear_throttles_when_done: bool = False
     ) -> AsyncIterator[list[ReassignmentProgress]]:
         """verify_reassignment every `interval_s` until no partition is in progress (the last
         report included)."""
         while True:
-            progress = await self.verify_reassignment(plan)
+            progress = await self.verify_reassignment(plan, clear_throttles_when_done)
             yield progress
             if all(p.status != IN_PROGRESS for p in progress):
                 return

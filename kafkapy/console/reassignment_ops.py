@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
@@ -22,8 +23,10 @@ from kafkapy.protocol.errors import KafkaError, TimeoutException
 from kafkapy.tools.reassign_cmd.admin_actions import (
     DEFAULT_MOVE_TIMEOUT_MS,
     check_execution,
+    clear_throttles,
     execute_moves,
     reassignment_states,
+    throttle_moves,
 )
 from kafkapy.tools.reassign_cmd.reassignment_json import (
     AdminCommandFailedError,
@@ -41,10 +44,11 @@ from kafkapy.tools.reassign_cmd.reassignment_json import (
 ReassignmentPlan = Mapping[str, Mapping[int, Sequence[int]]]
 LogDirs = dict[tuple[TopicPartition, int], str]
 
-IN_PROGRESS = "in progress"
-COMPLETED = "completed"
+ProgressStatus = Literal["in progress", "completed", "not as planned"]
+IN_PROGRESS: Final = "in progress"
+COMPLETED: Final = "completed"
 # Kafka's "There is no active reassignment of partition ..., but replica set is ... rather than ...".
-NOT_AS_PLANNED = "not as planned"
+NOT_AS_PLANNED: Final = "not as planned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +68,7 @@ class ReassignmentProgress:
 
     topic: str
     partition: int
-    status: str  # IN_PROGRESS, COMPLETED or NOT_AS_PLANNED
+    status: ProgressStatus
     current_replicas: tuple[int, ...]
     target_replicas: tuple[int, ...]
     message: str  # --verify's line for the partition
@@ -100,12 +104,19 @@ def verification_targets(plan: ReassignmentPlan | str) -> Assignment:
     return dict(_pairs(plan))
 
 
-def start(admin: AdminClient, plan: ReassignmentPlan | str, additional: bool) -> ReassignmentStarted:
+def start(
+    admin: AdminClient, plan: ReassignmentPlan | str, additional: bool, throttle: int = -1
+) -> ReassignmentStarted:
+    """--execute [--additional] [--throttle B/s] without its printing. Partitions the controller
+    refused raise (the first one's error name; the others of the plan have started, as with the
+    tool)."""
     proposed, log_dirs = execution_plan(plan)
     try:
-        current, _ongoing = check_execution(admin, proposed, additional)
+        current, in_flight = check_execution(admin, proposed, additional)
     except TerseReassignmentFailure as e:  # the tool's refusal without --additional
         raise OperationError(REASSIGNMENT_IN_PROGRESS, str(e)) from None
+    if throttle >= 0:
+        throttle_moves(admin, proposed, current, in_flight, throttle)
     errors = {tp: e for tp, e in alter_partition_reassignments(admin, proposed).items() if e is not None}
     if errors:
         failed = sorted(errors, key=sort_key)
@@ -143,11 +154,19 @@ def ongoing(admin: AdminClient) -> list[OngoingReassignment]:
     ]
 
 
-def verify(admin: AdminClient, plan: ReassignmentPlan | str) -> list[ReassignmentProgress]:
-    states = reassignment_states(admin, verification_targets(plan))
+def verify(
+    admin: AdminClient, plan: ReassignmentPlan | str, clear_throttles_when_done: bool
+) -> list[ReassignmentProgress]:
+    """--verify's report; with `clear_throttles_when_done`, also its removal of every replication
+    throttle (brokers and the plan's topics) once no partition of the plan is in progress."""
+    targets = verification_targets(plan)
+    states = reassignment_states(admin, targets)
+    if clear_throttles_when_done and all(state.done for state in states.values()):
+        clear_throttles(admin, targets, lambda _line: None)
     progress = []
     for tp in sorted(states, key=sort_key):
         state = states[tp]
+        status: ProgressStatus
         if not state.done:
             status = IN_PROGRESS
         elif state.current_replicas == state.target_replicas:

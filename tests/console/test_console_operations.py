@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafkapy.client.admin import AdminClient
-from kafkapy.client.configs import TOPIC, describe_configs
+from kafkapy.client.configs import BROKER, TOPIC, describe_configs
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.console.operations import COMPLETED, IN_PROGRESS, OperationError, Operations
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP
@@ -107,6 +107,14 @@ def dynamic_configs(admin: AdminClient, topic: str) -> dict[str, str | None]:
     }
 
 
+def broker_throttles(admin: AdminClient) -> dict[int, dict[str, str | None]]:
+    return {
+        b: {c.name: c.value for c in describe_configs(admin, BROKER, str(b))
+            if c.source == "DYNAMIC_BROKER_CONFIG" and "throttled" in c.name}
+        for b in (0, 1, 2)
+    }  # fmt: skip
+
+
 # -- topics -------------------------------------------------------------------------------------
 
 
@@ -189,7 +197,14 @@ def test_reassignment_runs_to_completion_and_reports_each_partition(
     for p in (0, 1):
         produce(cluster, "moving", p, 50)
     plan = {"moving": {0: [2, 0], 1: [0, 2]}}
-    started = run(ops.start_reassignment(plan))
+    started = run(ops.start_reassignment(plan, throttle=50_000_000))
+    # --throttle's configs: the rates on the brokers moving replicas, the replicas on the topic.
+    assert broker_throttles(admin) == {b: {"leader.replication.throttled.rate": "50000000",
+                                           "follower.replication.throttled.rate": "50000000"} for b in (0, 1, 2)}  # fmt: skip
+    assert set(dynamic_configs(admin, "moving")) == {
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+    }
     assert started.partitions == (TopicPartition("moving", 0), TopicPartition("moving", 1))
     assert started.rollback_json == (
         '{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[0,1],"log_dirs":["any","any"]},'
@@ -197,13 +212,15 @@ def test_reassignment_runs_to_completion_and_reports_each_partition(
     )
 
     async def watch() -> list[list[str]]:
-        return [[p.status for p in report] async for report in ops.watch_reassignment(plan, 0.2)]
+        return [[p.status for p in report] async for report in ops.watch_reassignment(plan, 0.2, True)]
 
     reports = run(watch())
     assert reports[-1] == [COMPLETED, COMPLETED]
     assert all(status in (IN_PROGRESS, COMPLETED) for report in reports for status in report)
     assert replicas(admin, "moving") == {0: (2, 0), 1: (0, 2)}
     assert run(ops.ongoing_reassignments()) == []
+    assert broker_throttles(admin) == {0: {}, 1: {}, 2: {}}  # cleared once complete
+    assert dynamic_configs(admin, "moving") == {}
     final = run(ops.verify_reassignment(plan))
     assert [p.message for p in final] == [
         "Reassignment of partition moving-0 is complete.",

@@ -103,8 +103,7 @@ def execute(
     if throttle >= 0 or log_dir_throttle >= 0:
         out(YOU_MUST_RUN_VERIFY_PERIODICALLY)
     if throttle >= 0:
-        originals = {tp: [b for b in r.replicas if b not in r.adding_replicas] for tp, r in ongoing.items()}
-        set_throttles(admin, calculate_moves(proposed, current, originals), throttle)
+        throttle_moves(admin, proposed, current, ongoing, throttle)
         out(throttle_set_line(throttle))
     if log_dir_throttle >= 0:
         # Kafka's modifyLogDirThrottle: on every broker a replica moves between dirs of.
@@ -197,6 +196,19 @@ def execute_moves(
             )
         if pending:
             sleep(0.1)
+
+
+def throttle_moves(
+    admin: AdminClient,
+    proposed: Assignment,
+    current: Assignment,
+    ongoing: Mapping[TopicPartition, PartitionReassignment],
+    throttle: int,
+) -> None:
+    """--execute --throttle: the moves of `proposed` (and of the reassignments in flight, from
+    their original replicas) throttled at `throttle` B/s."""
+    originals = {tp: [b for b in r.replicas if b not in r.adding_replicas] for tp, r in ongoing.items()}
+    set_throttles(admin, calculate_moves(proposed, current, originals), throttle)
 
 
 def set_throttles(admin: AdminClient, moves: Mapping[TopicPartition, PartitionMove], throttle: int) -> None:
