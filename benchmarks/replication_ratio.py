@@ -7,8 +7,10 @@ alone; topic `rf3-<size>` has three replicas per partition with the leaders spre
 three brokers (Kafka's default assignment). The same bytes are produced to each with
 confluent-kafka (librdkafka), acks=all, alternating RF 1 and RF 3 rounds so that drift of the
 shared machine hits both alike. Prints MB/s per round, the medians and the RF3/RF1 ratio per
-record size. Kafka's 2014 benchmark measured about 0.5 for this ratio (three brokers, one per
-machine); here the three brokers share the machine's cores, which makes 0.5 harder to reach.
+record size, and the brokers' CPU seconds per GB produced (the three brokers' processes: less
+sensitive than MB/s to other load on the machine). Kafka's 2014 benchmark measured about 0.5
+for this ratio (three brokers, one per machine); here the three brokers share the machine's
+cores, which makes 0.5 harder to reach.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from benchmarks.brokers import cpu_seconds, python_broker_pid  # noqa: E402
 from benchmarks.produce import producer_config  # noqa: E402
 from kafkapy.testing import kafkapy_cluster_context  # noqa: E402
 
@@ -99,17 +102,23 @@ def main() -> None:
     with kafkapy_cluster_context(3, overrides) as cluster:
         bootstrap = cluster.bootstrap_servers
         _create(bootstrap, topics)
+        pids = [python_broker_pid(b.process.pid) for b in cluster.brokers if b.process is not None]
         rates: dict[str, list[float]] = {t: [] for t in topics}
+        cpu_per_gb: dict[str, list[float]] = {t: [] for t in topics}
         for r in range(args.rounds):
             for size in sizes:
                 records = args.mb * 1_000_000 // size
                 for rf in ("rf1", "rf3"):
                     topic = f"{rf}-{size}"
+                    cpu0 = sum(cpu_seconds(pid) for pid in pids)
                     wall_s = produce(bootstrap, topic, size, records)
+                    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
                     rate = records * size / wall_s / 1_000_000
                     rates[topic].append(rate)
+                    cpu_per_gb[topic].append(cpu / (records * size / 1e9))
                     print(
-                        f"round {r + 1} {topic:>9}: {rate:7.2f} MB/s ({records} records, {wall_s:.2f} s)",
+                        f"round {r + 1} {topic:>9}: {rate:7.2f} MB/s ({records} records, {wall_s:.2f} s), "
+                        f"brokers' CPU {cpu_per_gb[topic][-1]:.1f} s/GB",
                         flush=True,
                     )
         print()
@@ -121,6 +130,11 @@ def main() -> None:
                 f"RF3 {min(rf3):.2f}/{m3:.2f}/{max(rf3):.2f} MB/s  RF3/RF1 {m3 / m1:.2f} "
                 f"(per round: {' '.join(f'{b / a:.2f}' for a, b in zip(rf1, rf3, strict=True))})"
             )
+            c1, c3 = (
+                statistics.median(cpu_per_gb[f"rf1-{size}"]),
+                statistics.median(cpu_per_gb[f"rf3-{size}"]),
+            )
+            print(f"        brokers' CPU s/GB median RF1 {c1:.1f}  RF3 {c3:.1f}  RF1/RF3 {c1 / c3:.2f}")
 
 
 if __name__ == "__main__":

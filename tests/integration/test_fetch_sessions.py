@@ -292,3 +292,59 @@ def test_librdkafka_stays_sessionless(tmp_path: Path, monkeypatch: pytest.Monkey
         ]
     assert seen == 20 and lines
     assert all("session_id=0, session_epoch=-1," in ln for ln in lines)
+
+
+@pytest.mark.timeout(180)
+def test_kafka_python_consumer_uses_incremental_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kafka-python (3.x) runs Kafka's FetchSessionHandler as the Java consumer does: its fetches
+    open a session and go incremental, and it still reads every record once."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+
+    config = tmp_path / "logging.yaml"
+    config.write_text("loggers:\n  kafka.request.logger: TRACE\nretention:\n  max.rolled.files: 5\n")
+    monkeypatch.setenv("KAFKAPY_LOG_CONFIG", str(config))
+    with kafkapy_cluster_context(1, None, tmp_path / "cluster") as cluster:
+        create(cluster, "kp", [[0]] * 2)
+        produce(cluster, "kp", {0: 10, 1: 10})
+        consumer = KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            client_id="kafka-python-session-test",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            fetch_max_wait_ms=100,
+        )
+        try:
+            consumer.assign([KTopicPartition("kp", 0), KTopicPartition("kp", 1)])
+            values: list[bytes] = []
+            deadline = time.monotonic() + WAIT_S
+            while len(values) < 20 and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=200).values():
+                    values.extend(r.value for r in records)
+            produce(cluster, "kp", {1: 1})
+            while len(values) < 21 and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=200).values():
+                    values.extend(r.value for r in records)
+            for _ in range(5):  # idle polls: incremental fetches that find nothing
+                for records in consumer.poll(timeout_ms=200).values():
+                    values.extend(r.value for r in records)
+        finally:
+            consumer.close()
+        request_log = cluster.brokers[0].logs / "kafka-request.log"
+
+        def epochs() -> list[int]:
+            return [
+                int(m[1])
+                for m in re.finditer(
+                    r"apiKey=FETCH, apiVersion=\d+, clientId=kafka-python-session-test.*?session_epoch=(-?\d+)",
+                    request_log.read_text(),
+                )
+            ]
+
+        # The request log is written as responses complete: give its last lines a moment.
+        wait_until(lambda: max(epochs(), default=-1) >= 2, "incremental fetches from kafka-python")
+        seen = epochs()
+    assert sorted(values) == sorted([b"v%d" % i for i in range(10)] * 2 + [b"v0"])
+    assert seen[0] == 0 and seen[1:] == list(range(1, len(seen))), seen[:20]
