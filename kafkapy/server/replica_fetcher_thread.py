@@ -94,7 +94,6 @@ class FetcherConfig:
     partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
     backoff_ms: int = 1000  # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30000  # replica.socket.timeout.ms
-    fetch_sessions: bool = True  # incremental fetch sessions (KIP-227) with the leader
 
     @classmethod
     def from_config(cls, c: Any) -> FetcherConfig:
@@ -427,7 +426,7 @@ class ReplicaFetcherThread(threading.Thread):
     def _sessions_supported(self) -> bool:
         """Fetch v7+ has sessions; before the first request the version is not known yet, and a
         full request at epoch 0 is what a sessionless leader gets anyway."""
-        return self.config.fetch_sessions and (self._version is None or self._version >= 7)
+        return self._version is None or self._version >= 7
 
     def _ensure_versions(self) -> None:
         if self._version is None or not self._conn.connected:
