@@ -232,13 +232,21 @@ class ControllerBrokerRequestBatch:
                     )
                 )
             by_topic: dict[str, list[LeaderAndIsrPartitionState]] = {}
+            trace = log.trace_enabled()
+            leading = 0
             for tp, state in sorted(states.items()):
                 by_topic.setdefault(tp.topic, []).append(state)
-                role = "become-leader" if state.leader == broker_id else "become-follower"
-                log.info(
-                    f"Sending {role} LeaderAndIsr request {_describe_partition_state(state)} to broker {broker_id} "
-                    f"for partition {tp}"
-                )
+                leading += state.leader == broker_id
+                if trace:
+                    role = "become-leader" if state.leader == broker_id else "become-follower"
+                    log.trace(
+                        f"Sending {role} LeaderAndIsr request {_describe_partition_state(state)} to broker "
+                        f"{broker_id} for partition {tp}"
+                    )
+            log.info(
+                f"Sending LeaderAndIsr request to broker {broker_id} with {leading} become-leader and "
+                f"{len(states) - leading} become-follower partitions"
+            )
             body = LeaderAndIsrRequest(
                 controller_id=self.controller_id,
                 controller_epoch=controller_epoch,
