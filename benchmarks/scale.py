@@ -97,7 +97,12 @@ def run_count(
     base = Path(tempfile.mkdtemp(prefix=f"kafkapy-scale-{partitions}-", dir=args.work_dir))
     try:
         with scale_cluster(base) as sc:
+            sc.deadline = args.deadline
             for step in ("create", *[s for s in STEPS if s in steps and s != "create"]):
+                if time.monotonic() > args.deadline:
+                    record["steps"][step] = {"skipped": "--deadline-minutes reached before this step"}
+                    save()
+                    continue
                 t0 = time.monotonic()
                 print(f"[{partitions}] {step} ...", flush=True)
                 if step in args.profile_steps:
@@ -181,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         args.idle_seconds, args.idle_settle = 3.0, 1.0
         args.metadata_requests, args.records_per_partition = 5, 2
         args.rf3_records_1k, args.rf3_records_100, args.rf3_rounds = 3_000, 10_000, 1
+    args.deadline = time.monotonic() + args.deadline_minutes * 60 if args.deadline_minutes else float("inf")
     counts = [int(x) for x in args.partitions.split(",") if x]
     steps = [s for s in args.steps.split(",") if s]
     args.profile_steps = [s for s in args.profile.split(",") if s]

@@ -52,6 +52,7 @@ class ScaleCluster:
     metrics_ports: dict[int, int]
     zk: KazooClient
     poll_interval: float = 0.2
+    deadline: float = float("inf")  # time.monotonic() after which every wait gives up (--deadline-minutes)
     profiler: StepProfiler | None = None  # set while a profiled step runs
     _meta: dict[int, RawMetadata] = field(default_factory=dict)
     _log_offsets: dict[int, int] = field(default_factory=dict)
@@ -195,14 +196,19 @@ class ScaleCluster:
         timeout: float,
         state: Callable[[], str] = lambda: "",
     ) -> float:
-        """Poll `check` until true; seconds since `started` (a time.monotonic() reading)."""
-        deadline = started + timeout
+        """Poll `check` until true; seconds since `started` (a time.monotonic() reading).
+
+        Sleeps at least as long as the check took, so the poller (decoding 10k-partition
+        Metadata answers) takes at most half a core from the brokers it is timing."""
+        deadline = min(started + timeout, self.deadline)
         while True:
+            probe = time.monotonic()
             if check():
                 return time.monotonic() - started
-            if time.monotonic() > deadline:
-                raise StepTimeout(what, timeout, state())
-            time.sleep(self.poll_interval)
+            now = time.monotonic()
+            if now > deadline:
+                raise StepTimeout(what, deadline - started, state())
+            time.sleep(max(self.poll_interval, now - probe))
 
     def all_isr_full(self, expected: int, brokers: list[int] | None = None) -> tuple[bool, str]:
         """Every live broker's Metadata lists `expected` partitions, each led by a live broker with

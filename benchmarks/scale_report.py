@@ -91,6 +91,8 @@ def lookup(record: dict[str, Any], path: str) -> Any:
         return "timeout"
     if "error" in node:
         return "error"
+    if "skipped" in node:
+        return "skipped"
     for k in keys:
         if not isinstance(node, dict) or k not in node:
             return None
@@ -139,8 +141,8 @@ def table(doc: dict[str, Any]) -> str:
             f" Python loop {env.get('python_loop_ms', '?')} ms"
         )
         for step, figures in run.get("steps", {}).items():
-            if "timeout" in figures or "error" in figures:
-                what = figures.get("timeout") or figures.get("error")
+            if "timeout" in figures or "error" in figures or "skipped" in figures:
+                what = figures.get("timeout") or figures.get("error") or figures.get("skipped")
                 notes.append(f"  - {step}: {what} {figures.get('state', '')}".rstrip())
         if run.get("skipped"):
             notes.append(f"  - skipped: {run['skipped']}")
