@@ -7,7 +7,7 @@
 
 For each partition count, a fresh real ZooKeeper and three kafkapy brokers on loopback; N
 topics (RF 3) holding the partitions, created in one CreateTopics request; then the steps, in
-that order, each timed from the outside (Metadata answers, ZooKeeper, the brokers' Prometheus
+the order given, each timed from the outside (Metadata answers, ZooKeeper, the brokers' Prometheus
 endpoints, /proc). See benchmarks/scale_steps.py for what each figure means. Results are
 written after every step, merged into --out by partition count (so 10k can run on its own
 after 1k and 3k); the PNG and the "Scale" section of --markdown are regenerated from the
@@ -98,7 +98,8 @@ def run_count(
     try:
         with scale_cluster(base) as sc:
             sc.deadline = args.deadline
-            for step in ("create", *[s for s in STEPS if s in steps and s != "create"]):
+            # create first (the others need the partitions), then in the order given.
+            for step in ("create", *[s for s in steps if s != "create"]):
                 if time.monotonic() > args.deadline:
                     record["steps"][step] = {"skipped": "--deadline-minutes reached before this step"}
                     save()
@@ -173,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rf3-records-1k", type=int, default=60_000)
     p.add_argument("--rf3-records-100", type=int, default=300_000)
     p.add_argument("--rf3-rounds", type=int, default=2)
+    p.add_argument(
+        "--deadline-minutes", type=float, default=0, help="give up waits and skip steps after this (0: none)"
+    )
     p.add_argument(
         "--profile", default="", help="steps to run under py-spy (all brokers; figures then skewed)"
     )
