@@ -49,11 +49,10 @@ def create(sc: ScaleCluster, partitions: int, topics: int) -> Figures:
     timed to its answer, to every partition led (every broker's Metadata) and to full ISRs."""
     per = partitions // topics
     timeout = _timeout(partitions, 120, 60)
-    # librdkafka times an in-flight request out after socket.timeout.ms (60 s by default) whatever
-    # the call's request_timeout says; a 10k-partition CreateTopics can take longer than that.
-    admin = AdminClient(
-        {"bootstrap.servers": sc.cluster.bootstrap_servers, "socket.timeout.ms": int(timeout * 1000)}
-    )
+    # librdkafka times an in-flight request out after socket.timeout.ms (60 s by default, 300 s at
+    # most) whatever the call's request_timeout says; a 10k-partition CreateTopics can take longer
+    # than 60 s, and if it takes longer than 300 s the waits below still time the creation.
+    admin = AdminClient({"bootstrap.servers": sc.cluster.bootstrap_servers, "socket.timeout.ms": 300_000})
     new = [NewTopic(t, per, REPLICATION) for t in topic_names(topics)]
     started = time.monotonic()
     futures = admin.create_topics(new, operation_timeout=timeout, request_timeout=timeout)
