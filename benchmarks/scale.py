@@ -50,8 +50,9 @@ MIN_FREE_GB = 4.0
 
 def _commit() -> str:
     try:
+        # The last commit that changed the broker's code: benchmark-only commits do not move it.
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+            ["git", "log", "-1", "--format=%h", "--", "kafkapy"], cwd=REPO, capture_output=True, text=True
         )
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "kafkapy"], cwd=REPO, capture_output=True, text=True
