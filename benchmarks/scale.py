@@ -40,7 +40,13 @@ if __name__ == "__main__":  # run as a script: import the package, not sibling m
 
 from benchmarks import scale_report, scale_steps  # noqa: E402
 from benchmarks.common import python_speed_ms  # noqa: E402
-from benchmarks.scale_cluster import NOFILE_LIMIT, StepTimeout, mem_available_gb, scale_cluster  # noqa: E402
+from benchmarks.scale_cluster import (  # noqa: E402
+    NOFILE_LIMIT,
+    StepTimeout,
+    mem_available_gb,
+    raise_nofile_limit,
+    scale_cluster,
+)
 from benchmarks.scale_profile import StepProfiler  # noqa: E402
 
 STEPS = ("create", "metadata", "idle", "shutdown", "failover", "startup", "rf3")
@@ -204,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         "commit": _commit(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "python_loop_ms": round(python_speed_ms(), 1),
-        "nofile_limit": NOFILE_LIMIT,
+        # What the brokers inherit: raising the hard limit needs CAP_SYS_RESOURCE, absent here.
+        "nofile_limit": raise_nofile_limit(NOFILE_LIMIT),
         "topics_per_run": args.topics_per_run,
         "argv": sys.argv[1:] if argv is None else argv,
     }

@@ -66,10 +66,12 @@ def create(sc: ScaleCluster, partitions: int, topics: int) -> Figures:
     state = {"s": ""}
 
     def led() -> bool:
+        sc.check_alive()  # a broker that died (e.g. out of file descriptors) fails the step
         ok, state["s"] = sc.all_led(per * topics)
         return ok
 
     def full() -> bool:
+        sc.check_alive()
         ok, state["s"] = sc.all_isr_full(per * topics)
         return ok
 
