@@ -143,7 +143,8 @@ def table(doc: dict[str, Any]) -> str:
         for step, figures in run.get("steps", {}).items():
             if "timeout" in figures or "error" in figures or "skipped" in figures:
                 what = figures.get("timeout") or figures.get("error") or figures.get("skipped")
-                notes.append(f"  - {step}: {what} {figures.get('state', '')}".rstrip())
+                state = figures.get("state", "")
+                notes.append(f"  - {step}: {what}" + ("" if state in str(what) else f" ({state})"))
         if run.get("skipped"):
             notes.append(f"  - skipped: {run['skipped']}")
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"

@@ -23,7 +23,7 @@ def test_table_marks_missed_targets_and_timeouts() -> None:
     assert "| 12.50 | timeout |" in create
     shutdown = next(line for line in text.splitlines() if "SIGTERM to exit" in line)
     assert "**4.00** (missed)" in shutdown
-    assert "create: every ISR full: not reached x" in text
+    assert "create: every ISR full: not reached (x)" in text
 
 
 def test_markdown_block_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:
