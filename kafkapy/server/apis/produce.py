@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
@@ -42,6 +43,7 @@ log = logging.getLogger("kafkapy.server.KafkaApis")
 
 _ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
 _TRANSACTIONAL = int(Attr.TRANSACTIONAL)
+_NO_TOPICS: frozenset[str] = frozenset()
 
 
 @handles(ApiKey.PRODUCE, raw=True)
@@ -55,7 +57,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     entries: dict[TopicPartition, Any] = {}
     partition_info = apis.metadata_cache.partition_info
     # Request-level refusals answer every partition with the same error.
-    unauthorized: set[str] = set()
+    unauthorized: AbstractSet[str] = _NO_TOPICS  # shared, not a new set per request
     if acks not in (-1, 0, 1):
         refused = InvalidRequiredAcksException.code
     elif apis.authorizer is not None:
@@ -105,7 +107,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     return _respond(apis, request, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
 
 
-def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[str]]:
+def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, AbstractSet[str]]:
     """(whole-request error, topics without Write)."""
     transactional = False
     for _, partitions in req.topics:
@@ -122,7 +124,7 @@ def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[st
         req.transactional_id is None
         or not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
     ):
-        return TransactionalIdAuthorizationException.code, set()
+        return TransactionalIdAuthorizationException.code, _NO_TOPICS
     topics = {topic for topic, _ in req.topics}
     return 0, topics - filter_authorized(apis, request, Operation.WRITE, ResourceType.TOPIC, topics)
 

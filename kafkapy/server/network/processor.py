@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.file_region import FileRegion
-from kafkapy.server.metrics.meters import SAMPLE_MASK
+from kafkapy.server.metrics.meters import SAMPLE_INTERVAL_NS, SAMPLE_POSITIONS
 from kafkapy.server.network.connection_quotas import normalize_ip
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
 from kafkapy.server.network.region_send import RegionSend
@@ -69,6 +69,8 @@ _DEBUG = logging.DEBUG
 _TRACE = 5  # log4j's TRACE, below Python's DEBUG
 _log_enabled = request_logger.isEnabledFor
 _now_ns = time.monotonic_ns
+# A read at least this large is taken to hold several pipelined requests (see buffer_updated).
+_PIPELINED_READ = 4096
 # kafka-request.log at DEBUG: looked at by the SocketServer at start-up and at every idle-reaper
 # tick (<= 5 s), not per request or per read (a level change from a logging config applies
 # within a tick). A module global, not a Processor attribute: see _ConnectionStats.
@@ -82,14 +84,17 @@ def refresh_request_log_level() -> None:
 
 class _ConnectionStats:
     """A connection's RequestMetrics state: when its last read arrived (monotonic_ns: the frames
-    in the buffer arrived then), its count of Produce/Fetch requests (one in SAMPLE_EVERY is
-    timed), the broker's request counts, and the request in progress."""
+    in the buffer arrived then), whether a Produce/Fetch request is due to be timed (`skip`: how
+    many to let pass first) and when one last was, the broker's request counts, and the request
+    in progress."""
 
-    __slots__ = ("received", "tick", "counts", "timing")
+    __slots__ = ("received", "sample", "skip", "sampled_at", "counts", "timing")
 
     def __init__(self, counts: list[list[int]]) -> None:
         self.received = 0
-        self.tick = 0
+        self.sample = False
+        self.skip = 0
+        self.sampled_at = 0
         self.counts = counts
         self.timing: _Timing | None = None
 
@@ -201,8 +206,16 @@ class Processor(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
         # One clock read: CLOCK_MONOTONIC both ways, the reaper's seconds and the metrics' ns.
-        now = self._stats.received = _now_ns()
+        stats = self._stats
+        now = stats.received = _now_ns()
         self.last_active = now * 1e-9
+        if not stats.sample and now - stats.sampled_at >= SAMPLE_INTERVAL_NS:
+            # A Produce/Fetch request of this read (or the next) is due to be timed: decided per
+            # read, so the requests of a pass that is not due pay one attribute test.
+            stats.sample = True
+            # A read of many small pipelined requests: time one further in, not always the
+            # first (whose queue time is ~0). A read of one request times that one.
+            stats.skip = (now >> 10) % SAMPLE_POSITIONS if nbytes >= _PIPELINED_READ else 0
         self._process()
 
     def eof_received(self) -> bool | None:
@@ -348,13 +361,18 @@ class Processor(asyncio.BufferedProtocol):
         )
         key = header.api_key
         version = header.api_version
-        # The hot APIs (Produce 0, Fetch 1) are timed one request in SAMPLE_EVERY, the others
-        # always; every request is timed while kafka-request.log is at DEBUG (its line has the times).
+        # The hot APIs (Produce 0, Fetch 1) are timed at most one per SAMPLE_INTERVAL_NS per
+        # connection, the others always; every request is timed while kafka-request.log is at
+        # DEBUG (its line has the times).
         stats = self._stats
         timed = key > 1 or _LOG_DEBUG
-        if not timed:
-            tick = stats.tick = stats.tick + 1
-            timed = not tick & SAMPLE_MASK
+        if not timed and stats.sample:
+            if stats.skip:
+                stats.skip -= 1
+            else:
+                timed = True
+                stats.sample = False
+                stats.sampled_at = stats.received
         details = None
         if timed:
             # TRACE logs the request's contents: decoded now, while the frame is still valid.
