@@ -343,7 +343,6 @@ class Processor(asyncio.BufferedProtocol):
         return self._muted or self._region_send is not None or self._write_paused or self._throttled
 
     def _dispatch(self, frame: memoryview) -> None:
-        server = self.server
         try:
             header = self._parse_header(frame)
         except ProtocolError as e:
@@ -360,61 +359,63 @@ class Processor(asyncio.BufferedProtocol):
             self.principal,
         )
         key = header.api_key
-        version = header.api_version
-        # The hot APIs (Produce 0, Fetch 1) are timed at most one per SAMPLE_INTERVAL_NS per
-        # connection, the others always; every request is timed while kafka-request.log is at
-        # DEBUG (its line has the times).
         stats = self._stats
-        timed = key > 1 or _LOG_DEBUG
-        if not timed and stats.sample:
-            if stats.skip:
-                stats.skip -= 1
-            else:
-                timed = True
-                stats.sample = False
-                stats.sampled_at = stats.received
-        details = None
-        if timed:
-            # TRACE logs the request's contents: decoded now, while the frame is still valid.
-            if _LOG_DEBUG and _log_enabled(_TRACE):
-                details = request_details(request, server.config.kafkapy_request_max_elements)
-            started = _now_ns()
-        try:
-            result = server.apis.handle(request)
-        except ProtocolError as e:
-            log.warning(
-                "Closing connection %s: invalid %s v%d request (correlation id %d): %s",
-                self.connection_id,
-                server.api_name(header.api_key),
-                header.api_version,
-                header.correlation_id,
-                e,
-            )
-            self.close()
+        # The hot APIs (Produce 0, Fetch 1) are timed at most one per SAMPLE_INTERVAL_NS per
+        # connection (`sample`: this read is due one), the others always; every request is timed
+        # while kafka-request.log is at DEBUG (its line has the times). The untimed path below
+        # is the one a pipelining producer takes: kept to a count and a queued response.
+        if (key > 1 or stats.sample or _LOG_DEBUG) and self._dispatch_timed(request, stats):
             return
-        except Exception:
-            log.exception(
-                "Closing connection %s: unexpected error handling api key %d v%d",
-                self.connection_id,
-                header.api_key,
-                header.api_version,
-            )
-            self.close()
+        try:
+            result = self.server.apis.handle(request)
+        except Exception as e:
+            self._handler_failed(header, e)
             return
         # RequestsPerSec: every request (the routing bounded the key; a version past 31 is
         # only possible in an ApiVersions fallback, counted under 31).
+        version = header.api_version
         stats.counts[key][version if version < 32 else 31] += 1
-        if not timed:
-            if result is None or type(result) in _READY:
-                if request.throttle_time_ms:
-                    self._answer(request, result)
-                else:
-                    self.send_response(result)
-            elif isinstance(result, Awaitable):
-                self._await_response(request, result)
-            else:
+        if type(result) in _FRAMED and not request.throttle_time_ms:
+            # send_response's common case, inlined: one framed response queued for this pass.
+            if not self._closed:
+                self._out.append(result)
+                self._out_bytes += len(result)
+                if self._out_bytes >= _FLUSH_BYTES:
+                    self._flush_out()
+        elif result is None or type(result) in _READY:
+            if request.throttle_time_ms:
                 self._answer(request, result)
-            return
+            else:
+                self.send_response(result)
+        elif isinstance(result, Awaitable):
+            self._await_response(request, result)
+        else:
+            self._answer(request, result)
+
+    def _dispatch_timed(self, request: Request, stats: _ConnectionStats) -> bool:
+        """Handle `request` timed (RequestMetrics, kafka-request.log); False, without handling
+        it, for a Produce/Fetch request a due read lets pass before the one it times."""
+        header = request.header
+        key = header.api_key
+        if key <= 1 and not _LOG_DEBUG:
+            if stats.skip:
+                stats.skip -= 1
+                return False
+            stats.sample = False
+            stats.sampled_at = stats.received
+        server = self.server
+        details = None
+        # TRACE logs the request's contents: decoded now, while the frame is still valid.
+        if _LOG_DEBUG and _log_enabled(_TRACE):
+            details = request_details(request, server.config.kafkapy_request_max_elements)
+        started = _now_ns()
+        try:
+            result = server.apis.handle(request)
+        except Exception as e:
+            self._handler_failed(header, e)
+            return True
+        version = header.api_version
+        stats.counts[key][version if version < 32 else 31] += 1
         done = _now_ns()
         if result is None or type(result) in _READY:
             if request.throttle_time_ms:
@@ -424,17 +425,39 @@ class Processor(asyncio.BufferedProtocol):
         elif isinstance(result, Awaitable):
             stats.timing = _Timing(request, stats.received, started, done, details)
             self._await_response(request, result)
-            return
+            return True
         else:
             self._answer(request, result)
         if self._region_send is None and details is None:
             # The common case, kept to one call: answered at once and written in one go.
-            self.server.request_metrics.record(key, stats.received, started, done, done, done)
+            server.request_metrics.record(key, stats.received, started, done, done, done)
             if _LOG_DEBUG:
                 self._log_completed(_Timing(request, stats.received, started, done, None), result, done)
         else:
             stats.timing = _Timing(request, stats.received, started, done, details)
             self._completed(result)
+        return True
+
+    def _handler_failed(self, header: Any, error: Exception) -> None:
+        """A handler raised: the connection is closed (a malformed request, or a bug)."""
+        if isinstance(error, ProtocolError):
+            log.warning(
+                "Closing connection %s: invalid %s v%d request (correlation id %d): %s",
+                self.connection_id,
+                self.server.api_name(header.api_key),
+                header.api_version,
+                header.correlation_id,
+                error,
+            )
+        else:
+            log.error(
+                "Closing connection %s: unexpected error handling api key %d v%d",
+                self.connection_id,
+                header.api_key,
+                header.api_version,
+                exc_info=error,
+            )
+        self.close()
 
     def _await_response(self, request: Request, result: Awaitable[Response]) -> None:
         self._muted = True
