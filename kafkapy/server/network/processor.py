@@ -371,10 +371,9 @@ class Processor(asyncio.BufferedProtocol):
         except Exception as e:
             self._handler_failed(header, e)
             return
-        # RequestsPerSec: every request (the routing bounded the key; a version past 31 is
-        # only possible in an ApiVersions fallback, counted under 31).
-        version = header.api_version
-        stats.counts[key][version if version < 32 else 31] += 1
+        # RequestsPerSec: every request. Only Produce and Fetch come this way (key <= 1), and
+        # their version passed the routing: no bound to check (see _dispatch_timed's count).
+        stats.counts[key][header.api_version] += 1
         if type(result) in _FRAMED and not request.throttle_time_ms:
             # send_response's common case, inlined: one framed response queued for this pass.
             if not self._closed:
@@ -414,6 +413,8 @@ class Processor(asyncio.BufferedProtocol):
         except Exception as e:
             self._handler_failed(header, e)
             return True
+        # RequestsPerSec (the routing bounded the key; a version past 31 is only possible in an
+        # ApiVersions fallback, counted under 31).
         version = header.api_version
         stats.counts[key][version if version < 32 else 31] += 1
         done = _now_ns()
