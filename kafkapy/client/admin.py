@@ -419,8 +419,9 @@ class AdminClient:
             topics=[
                 CreatableTopic(
                     name=topic.name,
-                    num_partitions=-1 if assignments else topic.num_partitions,
-                    replication_factor=-1 if assignments else topic.replication_factor,
+                    # With an assignment both stay -1 unless given: the broker refuses the mix.
+                    num_partitions=topic.num_partitions,
+                    replication_factor=topic.replication_factor,
                     assignments=assignments,
                     configs=[CreatableTopicConfig(name=k, value=v) for k, v in topic.configs.items()],
                 )

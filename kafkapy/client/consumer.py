@@ -14,7 +14,9 @@ a committed group offset (`group_id`, via OffsetFetch), or auto.offset.reset (Li
 `commit()` stores what poll() has returned so far with OffsetCommit: as a "simple"
 (generation -1) member after assign(), as this generation's member after subscribe() (see
 consumer_coordinator.py; its heartbeats run on a thread of their own). Otherwise
-single-threaded: every call polls the NetworkClient on the caller's thread.
+single-threaded: every call polls the NetworkClient on the caller's thread. Fetches run in a
+fetch session per broker (KIP-227, fetch_session_handler.py), as the Java consumer's do: after
+the first, a request names only partitions whose position moved.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Final
 
 from kafkapy.client.client_metrics import ConsumerMetrics
 from kafkapy.client.consumer_coordinator import ConsumerCoordinator, RebalanceListener
+from kafkapy.client.fetch_session_handler import FetchRequestData, FetchSessionHandler, PartitionData
 from kafkapy.client.group_offsets import GroupOffsets
 from kafkapy.client.network_client import NetworkClient
 from kafkapy.client.network_client_utils import await_metadata, send_and_receive
@@ -33,12 +36,15 @@ from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.errors import (
+    FetchSessionIdNotFoundException,
+    FetchSessionTopicIdException,
+    InvalidFetchSessionEpochException,
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
     TimeoutException,
     for_code,
 )
-from kafkapy.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkapy.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
 from kafkapy.protocol.generated.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -46,6 +52,13 @@ from kafkapy.protocol.generated.list_offsets_request import (
 )
 
 FETCH_MAX_VERSION: Final = 12  # v13+ names topics by id
+_SESSION_ERRORS: Final = frozenset(
+    (
+        FetchSessionIdNotFoundException.code,
+        InvalidFetchSessionEpochException.code,
+        FetchSessionTopicIdException.code,
+    )
+)
 LIST_OFFSETS_MAX_VERSION: Final = 7
 # ListOffsets' special timestamps under the short names callers (the Spark source) use.
 EARLIEST: Final = EARLIEST_TIMESTAMP
@@ -103,6 +116,7 @@ class SimpleConsumer:
         self._positions: dict[TopicPartition, int | None] = {}
         self._pending_resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST
         self._fetching: set[int] = set()  # nodes with a fetch in flight
+        self._sessions: dict[int, FetchSessionHandler] = {}  # a fetch session per broker
         self._ready: list[ConsumerRecord] = []
         self._group = GroupOffsets(self.client, group_id, self.timeout) if group_id else None
         self._coordinator: ConsumerCoordinator | None = None
@@ -330,45 +344,63 @@ class SimpleConsumer:
             if node in self._fetching or not self.client.ready(node):
                 continue
             fetched = {tp: self._positions[tp] for tp in tps}
+            session = self._sessions.get(node)
+            if session is None:
+                session = self._sessions[node] = FetchSessionHandler(node)
+            data = session.build(
+                {
+                    tp: PartitionData(offset, -1, self.max_partition_fetch_bytes, -1)
+                    for tp, offset in fetched.items()
+                    if offset is not None
+                }
+            )
             self._fetching.add(node)
             sent = time.monotonic()
-            self.client.send(node, ApiKey.FETCH, self._fetch_body(fetched),
-                             lambda r, e, n=node, f=fetched, s=sent: self._on_fetch(n, f, r, e, s),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
+            self.client.send(node, ApiKey.FETCH, self._fetch_body(data),
+                             lambda r, e, n=node, f=fetched, d=data, s=sent: self._on_fetch(n, f, d, r, e, s),  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
                              max_version=FETCH_MAX_VERSION)  # fmt: skip
 
-    def _fetch_body(self, fetched: Mapping[TopicPartition, int | None]) -> FetchRequest:
+    def _fetch_body(self, data: FetchRequestData) -> FetchRequest:
         topics: dict[str, list[FetchPartition]] = {}
-        for tp, offset in fetched.items():
-            assert offset is not None  # a partition is fetched once its position is known
+        for tp, d in data.to_send.items():
             topics.setdefault(tp.topic, []).append(
                 FetchPartition(
                     partition=tp.partition,
-                    current_leader_epoch=-1,
-                    fetch_offset=offset,
+                    current_leader_epoch=d.current_leader_epoch,
+                    fetch_offset=d.fetch_offset,
                     last_fetched_epoch=-1,
-                    log_start_offset=-1,
-                    partition_max_bytes=self.max_partition_fetch_bytes,
+                    log_start_offset=d.log_start_offset,
+                    partition_max_bytes=d.max_bytes,
                 )
             )
+        forgotten: dict[str, list[int]] = {}
+        for tp in data.to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         return FetchRequest(
             replica_id=-1,
             max_wait_ms=self.fetch_max_wait_ms,
             min_bytes=self.fetch_min_bytes,
             max_bytes=self.fetch_max_bytes,
             isolation_level=self.isolation_level,
-            session_id=0,
-            session_epoch=-1,  # no fetch session: every fetch names all its partitions
+            session_id=data.session_id,
+            session_epoch=data.epoch,
             topics=[FetchTopic(topic=t, partitions=parts) for t, parts in topics.items()],
-            forgotten_topics_data=[],
+            forgotten_topics_data=[ForgottenTopic(topic=t, partitions=ps) for t, ps in forgotten.items()],
             rack_id="",
         )
 
-    def _on_fetch(self, node: int, fetched: Mapping[TopicPartition, int | None], resp: Any,
-                  exc: BaseException | None, sent: float = 0.0) -> None:  # fmt: skip
+    def _on_fetch(self, node: int, fetched: Mapping[TopicPartition, int | None], data: FetchRequestData,
+                  resp: Any, exc: BaseException | None, sent: float = 0.0) -> None:  # fmt: skip
         self._fetching.discard(node)
+        session = self._sessions[node]
         if exc is not None:
+            session.handle_error()
             self.client.request_metadata_update()
             return
+        answered = (TopicPartition(t.topic, p.partition_index) for t in resp.responses for p in t.partitions)
+        if not session.handle_response(data, resp.error_code, resp.session_id, answered):
+            if not resp.error_code or resp.error_code in _SESSION_ERRORS:
+                return  # the next fetch is a full one
         self._metrics.fetch_latency_ms.record((time.monotonic() - sent) * 1000)
         ready_before = len(self._ready)
         fetched_bytes = 0

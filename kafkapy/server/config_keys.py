@@ -95,6 +95,7 @@ BROKER_CONFIG = (
     .define("queued.max.request.bytes", LONG, 268435456, None, MEDIUM, "Request bytes held in receive buffers before reading stops; -1: no limit")
     .define("request.timeout.ms", INT, 30000, at_least(0), HIGH, "Timeout of requests the broker itself sends")
     .define("fetch.max.bytes", INT, 57671680, at_least(1024), MEDIUM, "Most bytes one fetch response may carry")
+    .define("max.incremental.fetch.session.cache.slots", INT, 1000, at_least(0), MEDIUM, "Most incremental fetch sessions (KIP-227) the broker keeps")
     .define("auto.create.topics.enable", BOOLEAN, True, None, HIGH, "Create a topic on first metadata request for it")
     .define("delete.topic.enable", BOOLEAN, True, None, HIGH, "Allow topic deletion")
     .define("compression.type", STRING, "producer", one_of(*COMPRESSION_TYPES), HIGH, "Topics' final compression; producer keeps the producer's")

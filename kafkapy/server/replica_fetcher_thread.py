@@ -28,9 +28,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.client.fetch_session_handler import (
+    FINAL_EPOCH,
+    INVALID_SESSION_ID,
+    FetchRequestData,
+    FetchSessionHandler,
+    PartitionData,
+)
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    FetchSessionIdNotFoundException,
+    FetchSessionTopicIdException,
+    InvalidFetchSessionEpochException,
     KafkaError,
     OffsetOutOfRangeException,
     ProtocolError,
@@ -55,6 +65,13 @@ log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
 # The newest Fetch version that names topics (v13+ uses topic ids only).
 MAX_FETCH_VERSION = 12
 MIN_FETCH_VERSION = 4
+_SESSION_ERRORS = frozenset(
+    (
+        FetchSessionIdNotFoundException.code,
+        InvalidFetchSessionEpochException.code,
+        FetchSessionTopicIdException.code,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +105,15 @@ class FetcherConfig:
             c.replica_fetch_backoff_ms,
             c.replica_socket_timeout_ms,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRound:
+    """One fetch in flight: every partition's fetch offset (sent or left to the session) and the
+    session's view of the request (None when nothing was sent)."""
+
+    offsets: dict[TopicPartition, int]
+    session: FetchRequestData | None
 
 
 @dataclass(slots=True)
@@ -143,6 +169,8 @@ class ReplicaFetcherThread(threading.Thread):
         self._stopping = threading.Event()
         self._rotation = 0
         self._throttled = False  # the last request left partitions out for the quota
+        # The fetch session with the leader: only this thread builds requests and reads answers.
+        self._session = FetchSessionHandler(leader.id, f"[{name}] ")
 
     def __repr__(self) -> str:
         return f"[{self.name} broker={self.broker_id} leader={self.leader.id}]"
@@ -227,12 +255,13 @@ class ReplicaFetcherThread(threading.Thread):
         try:
             response = self._fetch(request)  # type: ignore[arg-type]  # not None: the locked block returned otherwise
         except (KafkaError, OSError) as e:
+            self._session.handle_error()
             if self._stopping.is_set():
                 return
             log.warning("%s Error sending fetch request to broker %s: %s", self, self.leader, e)
             self._conn.close()
             with self._lock:
-                self._delay(offsets)
+                self._delay(offsets.offsets)
             return
         with self._lock:
             self._process(response, offsets)
@@ -342,7 +371,7 @@ class ReplicaFetcherThread(threading.Thread):
         )  # fmt: skip
         self._truncate(tp, state, truncation)
 
-    def _build_request(self) -> tuple[dict[str, Any] | None, dict[TopicPartition, int]]:
+    def _build_request(self) -> tuple[dict[str, Any] | None, FetchRound]:
         now = time.monotonic()
         ready = [(tp, s) for tp, s in self._partitions.items() if s.ready(now)]
         quota = self.quota
@@ -352,22 +381,33 @@ class ReplicaFetcherThread(threading.Thread):
             kept = [(tp, s) for tp, s in ready if s.lag == 0 or not quota.is_throttled(tp)]
             self._throttled, ready = len(kept) < len(ready), kept
         if not ready:
-            return None, {}
+            return None, FetchRound({}, None)
         # Rotate the order so that every partition gets to be first (the one allowed to exceed
         # the size limits by a batch) now and then.
         self._rotation = (self._rotation + 1) % len(ready)
         ready = ready[self._rotation :] + ready[: self._rotation]
-        topics: dict[str, list[dict[str, Any]]] = {}
         offsets: dict[TopicPartition, int] = {}
+        wanted: dict[TopicPartition, PartitionData] = {}
+        part_max = self.config.partition_max_bytes
         for tp, s in ready:
             offsets[tp] = s.fetch_offset
+            wanted[tp] = PartitionData(s.fetch_offset, s.log.log_start_offset, part_max, s.leader_epoch)
+        if self._sessions_supported():
+            data = self._session.build(wanted)
+        else:
+            data = FetchRequestData(wanted, [], INVALID_SESSION_ID, FINAL_EPOCH)
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp, d in data.to_send.items():
             topics.setdefault(tp.topic, []).append({
                 "partition": tp.partition,
-                "current_leader_epoch": s.leader_epoch,
-                "fetch_offset": s.fetch_offset,
-                "log_start_offset": s.log.log_start_offset,
-                "partition_max_bytes": self.config.partition_max_bytes,
+                "current_leader_epoch": d.current_leader_epoch,
+                "fetch_offset": d.fetch_offset,
+                "log_start_offset": d.log_start_offset,
+                "partition_max_bytes": d.max_bytes,
             })  # fmt: skip
+        forgotten: dict[str, list[int]] = {}
+        for tp in data.to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         c = self.config
         request = {
             "replica_id": self.broker_id,
@@ -376,11 +416,17 @@ class ReplicaFetcherThread(threading.Thread):
             "min_bytes": c.min_bytes,
             "max_bytes": c.response_max_bytes,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,  # a full fetch outside any fetch session
+            "session_id": data.session_id,
+            "session_epoch": data.epoch,
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in forgotten.items()],
         }
-        return request, offsets
+        return request, FetchRound(offsets, data)
+
+    def _sessions_supported(self) -> bool:
+        """Fetch v7+ has sessions; before the first request the version is not known yet, and a
+        full request at epoch 0 is what a sessionless leader gets anyway."""
+        return self._version is None or self._version >= 7
 
     def _ensure_versions(self) -> None:
         if self._version is None or not self._conn.connected:
@@ -400,7 +446,19 @@ class ReplicaFetcherThread(threading.Thread):
 
     # -- applying a response --------------------------------------------------------------------
 
-    def _process(self, response: Any, requested: dict[TopicPartition, int]) -> None:
+    def _process(self, response: Any, fetched: FetchRound) -> None:
+        requested = fetched.offsets
+        if fetched.session is not None and self._sessions_supported():
+            answered = (
+                TopicPartition(t.topic, p.partition_index) for t in response.responses for p in t.partitions
+            )
+            if not self._session.handle_response(
+                fetched.session, response.error_code, response.session_id, answered
+            ):
+                if not response.error_code:
+                    return  # not an answer to what we asked: the next request starts a new session
+                if response.error_code in _SESSION_ERRORS:
+                    return  # the next request is a full one: no need to back off
         if response.error_code:
             log.warning("%s Fetch request to %s failed: %s", self, self.leader, for_code(response.error_code))
             self._delay(requested)

@@ -28,7 +28,12 @@ def _apis(controller_id: int = -1) -> KafkaApis:
     apis = KafkaApis(
         ApiCollaborators(
             config=cast(
-                Any, SimpleNamespace(auto_create_topics_enable=False, kafkapy_request_max_elements=2_000_000)
+                Any,
+                SimpleNamespace(
+                    auto_create_topics_enable=False,
+                    kafkapy_request_max_elements=2_000_000,
+                    max_incremental_fetch_session_cache_slots=1000,
+                ),
             ),
             broker_id=7,
             cluster_id="cluster",

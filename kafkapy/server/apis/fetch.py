@@ -5,8 +5,10 @@ those regions, and the Processor copies them into its reused send buffer. A fetc
 fill min_bytes waits in the fetch purgatory (no handler is blocked meanwhile) until an append
 to one of its partitions satisfies it or max_wait_ms passes.
 
-Fetch sessions (KIP-227) are declined by answering session id 0: clients then send full
-fetch requests, which is always correct.
+Fetch sessions (KIP-227, v7+; server/fetch_session.py): a full fetch with epoch 0 opens a
+session when the cache has a slot; an incremental fetch reads every partition of its session
+and answers only the partitions with news. Sessionless clients (epoch -1, e.g. librdkafka) are
+served exactly as before.
 
 With an authorizer: a follower (replica id >= 0) needs ClusterAction on the cluster, a consumer
 Read on each topic; a refused partition is answered TOPIC_AUTHORIZATION_FAILED (Kafka's answer
@@ -26,7 +28,6 @@ from kafkapy.protocol import fetch as fetch_codec
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
     FencedLeaderEpochException,
-    FetchSessionIdNotFoundException,
     KafkaStorageException,
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
@@ -35,10 +36,19 @@ from kafkapy.protocol.errors import (
     UnknownTopicIdException,
     UnknownTopicOrPartitionException,
 )
-from kafkapy.protocol.fetch import Segment
+from kafkapy.protocol.fetch import FIRST_TOPIC_ID, Segment
 from kafkapy.protocol.generated.fetch_request import FetchRequest
 from kafkapy.server.apis.auth_helper import authorize_cluster, filter_authorized
 from kafkapy.server.apis.kafka_apis import KafkaApis, handles
+from kafkapy.server.fetch_session import (
+    INVALID_SESSION_ID,
+    FetchContext,
+    PartitionKey,
+    PartitionRequest,
+    PartitionResponse,
+    SessionlessContext,
+    new_context,
+)
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
@@ -59,6 +69,7 @@ _EXPECTED_FETCH_ERRORS = frozenset(
 
 @dataclass(slots=True)
 class _Wanted:
+    key: PartitionKey  # the session's key: (name, partition) before v13, (topic id, partition) from it
     topic: str | None
     topic_id: uuid.UUID
     partition: int
@@ -75,6 +86,74 @@ def _replica_id(body: FetchRequest, version: int) -> int:
     return body.replica_id
 
 
+def _fetch_data(body: FetchRequest, version: int) -> dict[PartitionKey, PartitionRequest]:
+    """The request's partitions by session key. Keyed as Kafka's fetchData map is: a partition
+    named twice is fetched once (the last entry wins, in the first one's place), so repeating one
+    partition cannot multiply the response past max_bytes."""
+    by_id = version >= FIRST_TOPIC_ID
+    with_lso = version >= 5
+    data: dict[PartitionKey, PartitionRequest] = {}
+    for t in body.topics:
+        topic: str | uuid.UUID = t.topic_id if by_id else t.topic
+        for p in t.partitions:
+            data[(topic, p.partition)] = PartitionRequest(
+                p.fetch_offset,
+                p.partition_max_bytes,
+                p.current_leader_epoch,
+                p.log_start_offset if with_lso else -1,
+            )
+    return data
+
+
+def _forgotten(body: FetchRequest, version: int) -> list[PartitionKey]:
+    by_id = version >= FIRST_TOPIC_ID
+    return [(t.topic_id if by_id else t.topic, p) for t in body.forgotten_topics_data for p in t.partitions]
+
+
+def _context(apis: KafkaApis, body: FetchRequest, version: int, replica_id: int) -> FetchContext:
+    fetch_data = _fetch_data(body, version)
+    if version < 7:
+        return SessionlessContext(fetch_data)
+    return new_context(
+        apis.fetch_sessions,
+        body.session_id,
+        body.session_epoch,
+        fetch_data,
+        _forgotten(body, version),
+        privileged=replica_id >= 0,
+        uses_topic_ids=version >= FIRST_TOPIC_ID,
+    )
+
+
+def _wanted(apis: KafkaApis, context: FetchContext, version: int) -> list[_Wanted]:
+    """The partitions to read, topic names and ids resolved once per topic."""
+    cache = apis.metadata_cache
+    by_id = version >= FIRST_TOPIC_ID
+    resolved: dict[str | uuid.UUID, tuple[str | None, uuid.UUID, int]] = {}
+    wanted = []
+    for key, req in context.partitions.items():
+        topic = key[0]
+        names = resolved.get(topic)
+        if names is None:
+            if by_id:
+                assert isinstance(topic, uuid.UUID)
+                name = cache.topic_name(topic)
+                names = (name, topic, 0 if name is not None else UnknownTopicIdException.code)
+            else:
+                assert isinstance(topic, str)
+                code = 0 if cache.contains_topic(topic) else UnknownTopicOrPartitionException.code
+                names = (topic, cache.topic_id(topic), code)
+            resolved[topic] = names
+        name, topic_id, code = names
+        wanted.append(
+            _Wanted(
+                key, name, topic_id, key[1], req.fetch_offset, req.max_bytes, req.current_leader_epoch,
+                code, req.log_start_offset,
+            )
+        )  # fmt: skip
+    return wanted
+
+
 @handles(ApiKey.FETCH, raw=True)
 def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine[None, None, list[Segment]]:
     header = request.header
@@ -82,37 +161,13 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     body = fetch_codec.decode_fetch_request(
         version, request.buffer, request.body_offset, apis.max_request_elements
     )
-    cache = apis.metadata_cache
-    # Keyed by partition as Kafka's fetchData map is: a partition named twice is fetched once
-    # (the last entry wins, in the first one's place), so repeating one partition cannot
-    # multiply the response past max_bytes.
-    wanted_by: dict[tuple[Any, int], _Wanted] = {}
-    for t in body.topics:
-        if version >= 13:
-            topic_id = t.topic_id
-            name = cache.topic_name(topic_id)
-            code = 0 if name is not None else UnknownTopicIdException.code
-        else:
-            topic_id, name = cache.topic_id(t.topic), t.topic
-            code = 0 if cache.contains_topic(name) else UnknownTopicOrPartitionException.code
-        for p in t.partitions:
-            wanted_by[(name if name is not None else topic_id, p.partition)] = _Wanted(
-                name,
-                topic_id,
-                p.partition,
-                p.fetch_offset,
-                p.partition_max_bytes,
-                p.current_leader_epoch,
-                code,
-                p.log_start_offset if version >= 5 else -1,
-            )
-    wanted = list(wanted_by.values())
-    if version >= 7 and body.session_id != 0:
-        # We never hand out sessions, so an id the client thinks it has is unknown here.
-        return fetch_codec.encode_fetch_response(
-            version, header.correlation_id, [], error_code=FetchSessionIdNotFoundException.code
-        )
     replica_id = _replica_id(body, version)
+    context = _context(apis, body, version, replica_id)
+    if context.error_code:
+        return fetch_codec.encode_fetch_response(
+            version, header.correlation_id, [], error_code=context.error_code
+        )
+    wanted = _wanted(apis, context, version)
     if apis.authorizer is not None:
         _authorize(apis, request, wanted, replica_id)
     # Kafka's KafkaApis: min(request's max_bytes (Int.MaxValue before v3), fetch.max.bytes).
@@ -139,8 +194,8 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     total = sum(r.size for r in results.values())
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
     if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
-        return _respond(apis, request, version, wanted, replica_id, results)
-    return _delayed(apis, request, version, body, wanted, replica_id, isolation, max_bytes)
+        return _respond(apis, request, version, context, wanted, replica_id, results)
+    return _delayed(apis, request, version, body, context, wanted, replica_id, isolation, max_bytes)
 
 
 def _authorize(apis: KafkaApis, request: Request, wanted: list[_Wanted], replica_id: int) -> None:
@@ -161,6 +216,7 @@ async def _delayed(
     request: Request,
     version: int,
     body: FetchRequest,
+    context: FetchContext,
     wanted: list[_Wanted],
     replica_id: int,
     isolation: int,
@@ -190,7 +246,7 @@ async def _delayed(
     # The request buffer may have been reused while we waited; `wanted` holds plain values.
     # A follower's position was recorded when the request arrived; reading again is not a fetch.
     results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
-    return _respond(apis, request, version, wanted, replica_id, results)
+    return _respond(apis, request, version, context, wanted, replica_id, results)
 
 
 def _count(
@@ -240,6 +296,7 @@ def _respond(
     apis: KafkaApis,
     request: Request,
     version: int,
+    context: FetchContext,
     wanted: list[_Wanted],
     replica_id: int,
     results: dict[TopicPartition, FetchResult],
@@ -247,7 +304,8 @@ def _respond(
     """The response, unless the client is over its quota: then (Kafka 2.x, KIP-219) an empty
     response carrying the throttle time, and the bytes it would have had are not counted."""
     _count(apis, wanted, replica_id, results)
-    response = _encode(request, version, wanted, 0, results)
+    error_code, session_id, answered = _session_view(context, wanted, results)
+    response = _encode(request, version, answered, error_code, session_id, results)
     if replica_id >= 0:
         return response  # followers are bounded by the replication quotas instead
     quota = apis.client_quotas.fetch
@@ -262,9 +320,42 @@ def _respond(
     apis.throttle(request, throttle_ms)
     if size:
         quota.unrecord(user, client_id, size)
+    error_code, session_id = context.throttled()
     return fetch_codec.encode_fetch_response(
-        version, request.header.correlation_id, [], throttle_time_ms=throttle_ms
+        version,
+        request.header.correlation_id,
+        [],
+        throttle_time_ms=throttle_ms,
+        error_code=error_code,
+        session_id=session_id,
     )
+
+
+def _session_view(
+    context: FetchContext, wanted: list[_Wanted], results: dict[TopicPartition, FetchResult]
+) -> tuple[int, int, list[_Wanted]]:
+    """(error code, session id, the partitions to answer): all of them outside sessions, the
+    changed ones in an incremental fetch."""
+    if isinstance(context, SessionlessContext):
+        return 0, INVALID_SESSION_ID, wanted  # the common case of librdkafka: nothing to compare
+    responses: dict[PartitionKey, PartitionResponse] = {}
+    for w in wanted:
+        r = (
+            results.get(TopicPartition(w.topic, w.partition))
+            if w.topic is not None and not w.error_code
+            else None
+        )
+        if r is None:
+            responses[w.key] = PartitionResponse(w.error_code, -1, -1, -1, 0)
+        else:
+            responses[w.key] = PartitionResponse(
+                r.error_code, r.high_watermark, r.last_stable_offset, r.log_start_offset, r.size
+            )
+    error_code, session_id, keys = context.respond(responses)
+    if len(keys) == len(wanted):
+        return error_code, session_id, wanted
+    by_key = {w.key: w for w in wanted}
+    return error_code, session_id, [by_key[k] for k in keys]
 
 
 def _encode(
@@ -272,6 +363,7 @@ def _encode(
     version: int,
     wanted: list[_Wanted],
     error_code: int,
+    session_id: int,
     results: dict[TopicPartition, FetchResult],
 ) -> list[Segment]:
     topics: list[tuple[str, uuid.UUID, list[fetch_codec.FetchPartitionData]]] = []
@@ -297,4 +389,5 @@ def _encode(
         request.header.correlation_id,
         [fetch_codec.FetchTopicData(name, tid, parts) for name, tid, parts in topics],
         error_code=error_code,
+        session_id=session_id,
     )

@@ -26,6 +26,7 @@ from kafkapy.protocol import framing, messages
 from kafkapy.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, advertised_versions
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.message import Message
+from kafkapy.server.fetch_session import FetchSessionCache
 from kafkapy.server.network.request_channel import Request
 from kafkapy.server.quota.quota_managers import ClientQuotas
 from kafkapy.server.quota.throttling import QUOTA_EXEMPT_APIS
@@ -164,6 +165,10 @@ class KafkaApis:
         # Produce/fetch byte rates and request percentages (server/quota).
         self.client_quotas: ClientQuotas = c.client_quotas
         self._request_quota = self.client_quotas.request
+        # Incremental fetch sessions (KIP-227): one cache for followers and consumers alike.
+        self.fetch_sessions: FetchSessionCache = FetchSessionCache(
+            c.config.max_incremental_fetch_session_cache_slots
+        )
 
     def start_processing(self) -> None:
         """Serve every API from now on, and the requests that waited for start-up (on the loop)."""

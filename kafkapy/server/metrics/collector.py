@@ -74,6 +74,7 @@ class BrokerCollector(Collector):
         yield from self._controller()
         yield from self._idle()
         yield from self._fetcher()
+        yield from self._fetch_sessions()
         yield from self._group_coordinator()
         yield from self._timer(_name("log", "LogFlushStats", "LogFlushRateAndTimeMs"), pm.LOG_FLUSH.histogram)
         yield from self._zookeeper()
@@ -244,6 +245,26 @@ class BrokerCollector(Collector):
             _name("server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent"),
             "Share of wall time no request handler ran on the event loop since the previous scrape",
             value=self._handler_idle.sample(),
+        )
+
+    # -- FetchSessionCache ----------------------------------------------------------------------
+
+    def _fetch_sessions(self) -> Iterable[Metric]:
+        apis = self._server.apis
+        if apis is None:
+            return
+        cache = apis.fetch_sessions
+        for name, value in (
+            ("NumIncrementalFetchSessions", len(cache)),
+            ("NumIncrementalFetchPartitionsCached", cache.num_partitions),
+        ):
+            yield GaugeMetricFamily(
+                _name("server", "FetchSessionCache", name), f"FetchSessionCache {name}", value=value
+            )
+        yield CounterMetricFamily(
+            _name("server", "FetchSessionCache", "IncrementalFetchSessionEvictions"),
+            "FetchSessionCache IncrementalFetchSessionEvictionsPerSec",
+            value=cache.evictions,
         )
 
     # -- ReplicaFetcherManager ------------------------------------------------------------------

@@ -16,7 +16,7 @@ from kafkapy.client.configs import (
     incremental_alter_configs,
 )
 from kafkapy.tools.configs_cmd import quota_actions
-from kafkapy.tools.configs_cmd.options import DEFAULT_ENTITY, CommandError, Options
+from kafkapy.tools.configs_cmd.options import DEFAULT_ENTITY, CommandError, Options, check_deletable
 
 Printer = Callable[[str], None]
 _RESOURCE = {"topics": TOPIC, "brokers": BROKER}
@@ -87,9 +87,7 @@ def alter(admin: AdminClient, options: Options, out: Printer) -> None:
         return
     resource_type, name = _resource(options)
     old = {c.name: c for c in resource_configs(admin, resource_type, name, describe_all=False)}
-    invalid = [k for k in options.to_delete if k not in old]
-    if invalid:
-        raise CommandError(f"Invalid config(s): {','.join(invalid)}")
+    check_deletable(old, options.to_delete)
     if resource_type == TOPIC:
         incremental_alter_configs(admin, resource_type, name, options.to_add, options.to_delete)
     else:

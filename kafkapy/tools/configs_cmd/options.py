@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from kafkapy.zk.config_znodes import ConfigType
@@ -28,6 +29,14 @@ _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 class CommandError(Exception):
     """Kafka's IllegalArgumentException / InvalidConfigurationException: only the message is
     printed (on stderr), and the command exits 1."""
+
+
+def check_deletable(current: Collection[str], to_delete: Iterable[str]) -> None:
+    """Kafka's ConfigCommand check before an alter: only keys the entity has set can be deleted
+    (its InvalidConfigurationException, raised before any request: not a broker's answer)."""
+    invalid = [k for k in to_delete if k not in current]
+    if invalid:
+        raise CommandError(f"Invalid config(s): {','.join(invalid)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from kafkapy.tools.configs_cmd.options import (
     CommandError,
     Entity,
     Options,
+    check_deletable,
     scala_set,
 )
 
@@ -177,9 +178,7 @@ def _alter_quotas(admin: AdminClient, entity: Entity, to_add: dict[str, str], to
             raise CommandError(f"Cannot parse quota configuration value for {key}: {value}") from None
     old = describe_client_quotas(admin, _components(entity), strict=True)
     current = old[0][1] if old else {}
-    invalid = [k for k in to_delete if k not in current]
-    if invalid:
-        raise CommandError(f"Invalid config(s): {','.join(invalid)}")
+    check_deletable(current, to_delete)
     for key in to_delete:
         ops[key] = None
     wire_entity = {

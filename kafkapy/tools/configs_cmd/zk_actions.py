@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kafkapy.common.config_def import ConfigException
-from kafkapy.protocol.errors import InvalidConfigurationException
 from kafkapy.server.dynamic_broker_config import validate_dynamic_configs
 from kafkapy.server.quota.quota_entity import QuotaEntity
 from kafkapy.server.quota.quota_znodes import read_entity, write_entity
@@ -19,6 +18,7 @@ from kafkapy.tools.configs_cmd.options import (
     CommandError,
     Entity,
     Options,
+    check_deletable,
     scala_set,
 )
 from kafkapy.tools.configs_cmd.quota_actions import SCRAM_MECHANISMS
@@ -120,9 +120,7 @@ def alter(zk: KafkaZkClient, options: Options, out: Printer) -> None:
     _validate(zk, entity, options.to_add)
     admin = AdminZkClient(zk)
     configs = _fetch(zk, entity)
-    invalid = [k for k in options.to_delete if k not in configs]
-    if invalid:
-        raise InvalidConfigurationException(f"Invalid config(s): {','.join(invalid)}")
+    check_deletable(configs, options.to_delete)
     configs.update(_stored(options.to_add))
     for k in options.to_delete:
         configs.pop(k, None)

@@ -15,6 +15,7 @@ from typing import Any
 
 from kafkapy.client.admin import parse_bootstrap
 from kafkapy.client.connection import BrokerConnection
+from kafkapy.client.sasl_client import PLAINTEXT, ClientSecurity
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkapy.protocol.consumer_protocol import assigned_partitions
@@ -64,9 +65,13 @@ class GroupDescription:
 
 
 class GroupAdmin:
-    def __init__(self, bootstrap_servers: str, timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, bootstrap_servers: str, timeout_ms: int = 5000, security: ClientSecurity = PLAINTEXT
+    ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.timeout_ms = timeout_ms
+        # TLS/SASL of every connection (the web console logs in with the user's credentials).
+        self.security = security
         self._conns: dict[tuple[str, int], BrokerConnection] = {}
         self.brokers: dict[int, Node] = {}
 
@@ -82,7 +87,11 @@ class GroupAdmin:
         conn = self._conns.get(address)
         if conn is None:
             conn = BrokerConnection(
-                address[0], address[1], "kafkapy-consumer-groups", self.timeout_ms / 1000 + 5
+                address[0],
+                address[1],
+                "kafkapy-consumer-groups",
+                self.timeout_ms / 1000 + 5,
+                security=self.security,
             )
             conn.api_versions()
             self._conns[address] = conn

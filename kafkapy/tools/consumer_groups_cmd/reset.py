@@ -177,18 +177,24 @@ def plan_group(
     raise UsageError(f"Unknown reset scenario {s}")
 
 
+def not_inactive_message(group: str, state: str) -> str | None:
+    """Why the group's offsets cannot be reset now (None: inactive, Empty or Dead)."""
+    if state in ("Empty", "Dead"):
+        return None
+    return (
+        f"Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}."
+    )
+
+
 def reset_offsets(
     admin: GroupAdmin, groups: list[str], spec: ResetSpec, plan: dict[str, dict[TP, int]] | None,
     execute: bool, out: Printer,
 ) -> dict[str, dict[TP, int]]:  # fmt: skip
     result: dict[str, dict[TP, int]] = {}
     for group in groups:
-        state = admin.describe_group(group).state
-        if state not in ("Empty", "Dead"):
-            print_error(
-                out,
-                f"Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}.",
-            )
+        refusal = not_inactive_message(group, admin.describe_group(group).state)
+        if refusal is not None:
+            print_error(out, refusal)
             result[group] = {}
             continue
         offsets = plan_group(admin, group, spec, plan, out)

@@ -10,7 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from kafkapy.client.admin import AdminClient, raise_for_error
 from kafkapy.client.configs import BROKER, TOPIC, incremental_alter_configs
 from kafkapy.client.log_dirs import alter_replica_log_dirs, describe_log_dirs
-from kafkapy.client.reassignments import alter_partition_reassignments, list_partition_reassignments
+from kafkapy.client.reassignments import (
+    PartitionReassignment,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+)
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaError, ReplicaNotAvailableException, UnknownTopicOrPartitionException
 from kafkapy.tools.reassign_cmd.reassignment_json import (
@@ -18,6 +22,7 @@ from kafkapy.tools.reassign_cmd.reassignment_json import (
     YOU_MUST_RUN_VERIFY_PERIODICALLY,
     AdminCommandFailedError,
     Assignment,
+    NonexistentPartitionsError,
     PartitionState,
     TerseReassignmentFailure,
     calculate_assignment,
@@ -92,27 +97,13 @@ def execute(
     timeout_ms: int = DEFAULT_MOVE_TIMEOUT_MS,
 ) -> None:
     proposed, log_dirs = parse_execute_args(reassignment_json)
-    ongoing = list_partition_reassignments(admin)
-    if not additional and ongoing:
-        raise TerseReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
-    live = admin.live_brokers()
-    for broker in sorted({r for replicas in proposed.values() for r in replicas}):
-        if broker not in live:
-            raise AdminCommandFailedError(f"Unknown broker id {broker}")
-    current = _assignments(admin, [tp.topic for tp in proposed])
-    missing = sorted((tp for tp in proposed if tp not in current), key=sort_key)
-    if missing:
-        # Checked here so that a bad file starts nothing (the controller would refuse only these).
-        raise AdminCommandFailedError(
-            f"The proposed assignment contains non-existent partitions: {scala_list(missing)}"
-        )
+    current, ongoing = check_execution(admin, proposed, additional)
     for line in current_assignment_lines(proposed, current):
         out(line)
     if throttle >= 0 or log_dir_throttle >= 0:
         out(YOU_MUST_RUN_VERIFY_PERIODICALLY)
     if throttle >= 0:
-        originals = {tp: [b for b in r.replicas if b not in r.adding_replicas] for tp, r in ongoing.items()}
-        set_throttles(admin, calculate_moves(proposed, current, originals), throttle)
+        throttle_moves(admin, proposed, current, ongoing, throttle)
         out(throttle_set_line(throttle))
     if log_dir_throttle >= 0:
         # Kafka's modifyLogDirThrottle: on every broker a replica moves between dirs of.
@@ -128,6 +119,29 @@ def execute(
     out(started_line(list(proposed)))
     if log_dirs:
         execute_moves(admin, log_dirs, timeout_ms, out)
+
+
+def check_execution(
+    admin: AdminClient, proposed: Assignment, additional: bool
+) -> tuple[Assignment, dict[TopicPartition, PartitionReassignment]]:
+    """Kafka's executeAssignment checks before anything starts: no reassignment in flight unless
+    `additional`, every target broker alive, every partition existing. (The current assignment,
+    the ongoing reassignments.)"""
+    ongoing = list_partition_reassignments(admin)
+    if not additional and ongoing:
+        raise TerseReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
+    live = admin.live_brokers()
+    for broker in sorted({r for replicas in proposed.values() for r in replicas}):
+        if broker not in live:
+            raise AdminCommandFailedError(f"Unknown broker id {broker}")
+    current = _assignments(admin, [tp.topic for tp in proposed])
+    missing = sorted((tp for tp in proposed if tp not in current), key=sort_key)
+    if missing:
+        # Checked here so that a bad file starts nothing (the controller would refuse only these).
+        raise NonexistentPartitionsError(
+            f"The proposed assignment contains non-existent partitions: {scala_list(missing)}"
+        )
+    return current, ongoing
 
 
 def _replica_text(replica: tuple[TopicPartition, int]) -> str:
@@ -184,6 +198,19 @@ def execute_moves(
             sleep(0.1)
 
 
+def throttle_moves(
+    admin: AdminClient,
+    proposed: Assignment,
+    current: Assignment,
+    ongoing: Mapping[TopicPartition, PartitionReassignment],
+    throttle: int,
+) -> None:
+    """--execute --throttle: the moves of `proposed` (and of the reassignments in flight, from
+    their original replicas) throttled at `throttle` B/s."""
+    originals = {tp: [b for b in r.replicas if b not in r.adding_replicas] for tp, r in ongoing.items()}
+    set_throttles(admin, calculate_moves(proposed, current, originals), throttle)
+
+
 def set_throttles(admin: AdminClient, moves: Mapping[TopicPartition, PartitionMove], throttle: int) -> None:
     """Kafka's modifyTopicThrottles then modifyInterBrokerThrottle, through IncrementalAlterConfigs."""
     for topic, configs in topic_throttle_configs(moves).items():
@@ -214,18 +241,7 @@ def verify(
 ) -> None:
     parts, log_dirs = parse_reassignment_json(reassignment_json)
     targets = dict(parts)
-    ongoing = list_partition_reassignments(admin)
-    states: dict[TopicPartition, PartitionState] = {}
-    settled = [tp for tp in targets if tp not in ongoing]
-    described = admin.describe_topics(sorted({tp.topic for tp in settled})) if settled else {}
-    replicas = {
-        TopicPartition(t, p.partition): p.replicas for t, info in described.items() for p in info.partitions
-    }
-    for tp, target in targets.items():
-        if tp in ongoing:
-            states[tp] = PartitionState(ongoing[tp].replicas, tuple(target), False)
-        else:
-            states[tp] = PartitionState(tuple(replicas.get(tp, ())), tuple(target), True)
+    states = reassignment_states(admin, targets)
     for line in status_lines(states):
         out(line)
     moves_done = True
@@ -235,6 +251,26 @@ def verify(
             out(line)
     if not preserve_throttles and moves_done and all(state.done for state in states.values()):
         clear_throttles(admin, targets, out)
+
+
+def reassignment_states(
+    admin: AdminClient, targets: Mapping[TopicPartition, Sequence[int]]
+) -> dict[TopicPartition, PartitionState]:
+    """Kafka's findPartitionReassignmentStates: a partition still listed by the controller is in
+    progress; any other is done, with the replicas the metadata gives it now."""
+    ongoing = list_partition_reassignments(admin)
+    settled = [tp for tp in targets if tp not in ongoing]
+    described = admin.describe_topics(sorted({tp.topic for tp in settled})) if settled else {}
+    replicas = {
+        TopicPartition(t, p.partition): p.replicas for t, info in described.items() for p in info.partitions
+    }
+    states: dict[TopicPartition, PartitionState] = {}
+    for tp, target in targets.items():
+        if tp in ongoing:
+            states[tp] = PartitionState(ongoing[tp].replicas, tuple(target), False)
+        else:
+            states[tp] = PartitionState(tuple(replicas.get(tp, ())), tuple(target), True)
+    return states
 
 
 def move_state_lines(

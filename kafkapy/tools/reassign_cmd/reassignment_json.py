@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.tools import kafka_json as kj
@@ -36,7 +36,16 @@ Assignment = dict[TopicPartition, list[int]]
 
 
 class AdminCommandFailedError(AdminOperationError):
-    """Kafka's AdminCommandFailedException: printed as "Error: <message>"."""
+    """Kafka's AdminCommandFailedException: printed as "Error: <message>". `error_name` is the
+    broker error the refused plan would have met (the console reports it)."""
+
+    error_name: ClassVar[str] = "INVALID_REPLICA_ASSIGNMENT"
+
+
+class NonexistentPartitionsError(AdminCommandFailedError):
+    """A plan naming topics or partitions the cluster does not have."""
+
+    error_name: ClassVar[str] = "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 class TerseReassignmentFailure(Exception):
@@ -120,6 +129,12 @@ def parse_execute_args(text: str) -> tuple[Assignment, dict[tuple[TopicPartition
     """Kafka's parseExecuteAssignmentArgs: refuses an empty list, an empty replica list,
     duplicate partitions and duplicate replicas, with Kafka's messages."""
     parts, log_dirs = parse_reassignment_json(text)
+    check_execute_parts(parts)
+    return dict(parts), log_dirs
+
+
+def check_execute_parts(parts: Sequence[tuple[TopicPartition, Sequence[int]]]) -> None:
+    """The checks of parseExecuteAssignmentArgs on (partition, replicas) pairs in plan order."""
     if not parts:
         raise AdminCommandFailedError("Partition reassignment list cannot be empty")
     if any(not replicas for _, replicas in parts):
@@ -137,7 +152,6 @@ def parse_execute_args(text: str) -> tuple[Assignment, dict[tuple[TopicPartition
             f"{tp} contains multiple entries for {','.join(map(str, d))}" for tp, d in duplicates
         )
         raise AdminCommandFailedError(f"Partition replica lists may not contain duplicate entries: {message}")
-    return dict(parts), log_dirs
 
 
 def parse_topics_json(text: str) -> list[str]:
@@ -205,19 +219,22 @@ def calculate_assignment(
 
 def status_lines(states: Mapping[TopicPartition, PartitionState]) -> list[str]:
     """Kafka's partitionReassignmentStatesToString."""
-    lines = ["Status of partition reassignment:"]
-    for tp in sorted(states, key=sort_key):
-        state = states[tp]
-        if not state.done:
-            lines.append(f"Reassignment of partition {tp} is still in progress.")
-        elif state.current_replicas == state.target_replicas:
-            lines.append(f"Reassignment of partition {tp} is complete.")
-        else:
-            lines.append(
-                f"There is no active reassignment of partition {tp}, but replica set is "
-                f"{_csv(state.current_replicas)} rather than {_csv(state.target_replicas)}."
-            )
-    return lines
+    return [
+        "Status of partition reassignment:",
+        *(status_line(tp, states[tp]) for tp in sorted(states, key=sort_key)),
+    ]
+
+
+def status_line(tp: TopicPartition, state: PartitionState) -> str:
+    """One partition's line of --verify."""
+    if not state.done:
+        return f"Reassignment of partition {tp} is still in progress."
+    if state.current_replicas == state.target_replicas:
+        return f"Reassignment of partition {tp} is complete."
+    return (
+        f"There is no active reassignment of partition {tp}, but replica set is "
+        f"{_csv(state.current_replicas)} rather than {_csv(state.target_replicas)}."
+    )
 
 
 def started_line(partitions: Sequence[TopicPartition]) -> str:
@@ -256,7 +273,7 @@ def format_generate(
 
 def missing_topics_error(topics: Sequence[str]) -> AdminCommandFailedError:
     """What Kafka's describeTopics failure prints (the first missing topic)."""
-    return AdminCommandFailedError(
+    return NonexistentPartitionsError(
         f"org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic {topics[0]} not found."
     )
 

@@ -5,7 +5,12 @@ create waits (on the broker side) until the topic has leaders."""
 from __future__ import annotations
 
 from kafkapy.client.admin import AdminClient, NewTopic
-from kafkapy.protocol.errors import TopicExistsException
+from kafkapy.protocol.errors import (
+    InvalidPartitionsException,
+    InvalidReplicationFactorException,
+    KafkaError,
+    TopicExistsException,
+)
 from kafkapy.tools.topic_command.describe import (
     MIN_IN_SYNC_REPLICAS,
     DescribeOptions,
@@ -25,6 +30,18 @@ from kafkapy.tools.topic_command.service import Printer, TopicService
 SHORT_MAX = 32767
 
 
+def check_create_counts(partitions: int | None, replication_factor: int | None) -> None:
+    """Kafka's TopicCommand checks before CreateTopics (None: the broker's default), raised as the
+    broker error each stands for with the tool's message (the console reports the name)."""
+    rf = replication_factor
+    if rf is not None and not 1 <= rf <= SHORT_MAX:
+        raise InvalidReplicationFactorException(
+            f"The replication factor must be between 1 and {SHORT_MAX} inclusive"
+        )
+    if partitions is not None and partitions < 1:
+        raise InvalidPartitionsException("The partitions must be greater than 0")
+
+
 class AdminClientTopicService(TopicService):
     def __init__(self, admin: AdminClient, out: Printer) -> None:
         super().__init__(out)
@@ -40,10 +57,10 @@ class AdminClientTopicService(TopicService):
 
     def create(self, topic: CommandTopicPartition) -> None:
         rf, partitions = topic.replication_factor, topic.partitions
-        if rf is not None and not 1 <= rf <= SHORT_MAX:
-            raise TopicCommandError(f"The replication factor must be between 1 and {SHORT_MAX} inclusive")
-        if partitions is not None and partitions < 1:
-            raise TopicCommandError("The partitions must be greater than 0")
+        try:
+            check_create_counts(partitions, rf)
+        except KafkaError as e:
+            raise TopicCommandError(e.message) from None
         # Without --partitions / --replication-factor the broker's defaults apply (-1).
         new_topic = NewTopic(
             topic.name,

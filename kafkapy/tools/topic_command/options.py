@@ -11,9 +11,10 @@ TopicCommandError, which the command prints as "Error while executing topic comm
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kafkapy.protocol.errors import InvalidConfigurationException, InvalidReplicaAssignmentException
 from kafkapy.server.log.log_config import TOPIC_CONFIG_DEF, ConfigException, LogConfig
 from kafkapy.zk.topic_name import is_internal
 
@@ -173,17 +174,26 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
     result: dict[int, list[int]] = {}
     for partition, replicas_text in enumerate(_java_split(text, ",")):
         replicas = [parse_java_int(b.strip()) for b in _java_split(replicas_text, ":")]
-        duplicates = sorted({b for b in replicas if replicas.count(b) > 1})
-        if duplicates:
-            raise TopicCommandError(
-                "Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates))
-            )
+        try:
+            check_partition_replicas(partition, replicas, len(result[0]) if result else len(replicas))
+        except InvalidReplicaAssignmentException as e:
+            raise TopicCommandError(e.message) from None
         result[partition] = replicas
-        if len(replicas) != len(result[0]):
-            raise TopicCommandError(
-                f"Partition {partition} has different replication factor: " + ",".join(map(str, replicas))
-            )
     return result
+
+
+def check_partition_replicas(partition: int, replicas: Sequence[int], replication_factor: int) -> None:
+    """Kafka's parseReplicaAssignment checks of one partition's brokers, raised as the broker
+    error they stand for (the console reports its name; the topics command only the message)."""
+    duplicates = sorted({b for b in replicas if replicas.count(b) > 1})
+    if duplicates:
+        raise InvalidReplicaAssignmentException(
+            "Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates))
+        )
+    if len(replicas) != replication_factor:
+        raise InvalidReplicaAssignmentException(
+            f"Partition {partition} has different replication factor: " + ",".join(map(str, replicas))
+        )
 
 
 def parse_configs_to_add(configs: Iterable[str]) -> dict[str, str]:
@@ -197,10 +207,18 @@ def parse_configs_to_add(configs: Iterable[str]) -> dict[str, str]:
         )
     props = {k.strip(): v.strip() for k, v in pairs}
     try:
-        LogConfig.from_props(props)
-    except ConfigException as e:
-        raise TopicCommandError(str(e)) from None
+        validate_topic_configs(props)
+    except InvalidConfigurationException as e:
+        raise TopicCommandError(e.message) from None
     return props
+
+
+def validate_topic_configs(props: Mapping[str, str]) -> None:
+    """Kafka's LogConfig.validate, as TopicCommand runs it before sending: INVALID_CONFIG."""
+    try:
+        LogConfig.from_props(dict(props))
+    except ConfigException as e:
+        raise InvalidConfigurationException(str(e)) from None
 
 
 def config_warnings(props: Mapping[str, str]) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.server.fetch_session import FetchSessionCache, PartitionRequest, new_context
 from kafkapy.server.metrics.meters import BrokerTopicStats, Histogram, RequestMetrics
 from kafkapy.server.metrics.quantiles import WindowedQuantiles, quantile_us
 from kafkapy.server.metrics.registry import BrokerMetrics, kafka_request_name
@@ -119,8 +120,13 @@ def fake_server(metrics: BrokerMetrics, active: bool) -> SimpleNamespace:
         TopicPartition("t", 1): FakePartition(TopicPartition("t", 1), 1, frozenset({1, 0}), (1, 0)),
     }
     members = SimpleNamespace(members={"m1": object(), "m2": object()}, state=SimpleNamespace(name="STABLE"))
+    sessions = FetchSessionCache(10)
+    req = PartitionRequest(0, 1024)
+    full = new_context(sessions, 0, 0, {("t", 0): req, ("t", 1): req}, [], True, False)
+    full.respond({})
     return SimpleNamespace(
         state=3,
+        apis=SimpleNamespace(fetch_sessions=sessions),
         replica_manager=SimpleNamespace(
             partitions=partitions, fetcher_manager=SimpleNamespace(max_lag=lambda: 7)
         ),
@@ -166,6 +172,9 @@ def test_a_scrape_uses_the_jmx_exporter_s_names() -> None:
     assert s["kafka_controller_kafkacontroller_offlinepartitionscount"] == 1
     assert s["kafka_controller_kafkacontroller_globalpartitioncount"] == 2
     assert s['kafka_server_replicafetchermanager_maxlag{clientId="Replica"}'] == 7
+    assert s["kafka_server_fetchsessioncache_numincrementalfetchsessions"] == 1
+    assert s["kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"] == 2
+    assert s["kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total"] == 0
     assert s["kafka_coordinator_group_groupmetadatamanager_numgroups"] == 1
     assert s["kafka_coordinator_group_groupmetadatamanager_nummembers"] == 2
     assert s["kafka_coordinator_group_groupmetadatamanager_numgroupsstable"] == 1

@@ -15,6 +15,8 @@ from kafkapy.common.java_hash import java_string_hash
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.api_keys import ApiKey
 from kafkapy.protocol.errors import (
+    FetchSessionIdNotFoundException,
+    InvalidFetchSessionEpochException,
     NotLeaderOrFollowerException,
     OffsetOutOfRangeException,
     UnsupportedVersionException,
@@ -78,9 +80,11 @@ class FakeConnection:
         self.closed += 1
 
 
-def response(*parts: Any, error_code: int = 0) -> Any:
+def response(*parts: Any, error_code: int = 0, session_id: int = 0) -> Any:
     return SimpleNamespace(
-        error_code=error_code, responses=[SimpleNamespace(topic=TP.topic, partitions=list(parts))]
+        error_code=error_code,
+        session_id=session_id,
+        responses=[SimpleNamespace(topic=TP.topic, partitions=list(parts))],
     )
 
 
@@ -181,7 +185,7 @@ def test_new_follower_truncates_to_its_high_watermark_then_fetches_from_there(fo
     assert follower_log.log_end_offset == 1 and conn.epoch_requests == []
     req = conn.requests[0]
     assert req["replica_id"] == 1 and req["max_wait_ms"] == 500 and req["min_bytes"] == 1
-    assert req["max_bytes"] == 4096 and req["session_id"] == 0 and req["session_epoch"] == -1
+    assert req["max_bytes"] == 4096 and req["session_id"] == 0 and req["session_epoch"] == 0
     p = only_partition(req)
     assert p["fetch_offset"] == 1 and p["partition_max_bytes"] == 1024 and p["current_leader_epoch"] == 3
 
@@ -438,3 +442,75 @@ def test_manager_moves_partitions_when_a_leader_changes_address() -> None:
     state = m.fetch_state(TopicPartition("a", 0))
     assert state is not None and state.leader == moved
     assert m.fetcher_count() == 1
+
+
+# -- fetch sessions (KIP-227) -----------------------------------------------------------------
+
+
+def test_follower_opens_a_session_then_sends_only_changed_partitions(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+    conn.respond = lambda request: response(part(bytes(batch(2, base_offset=0)), hw=0), session_id=77)
+    thread.do_work()
+    first = conn.requests[0]
+    assert (first["session_id"], first["session_epoch"]) == (0, 0) and only_partition(first)[
+        "fetch_offset"
+    ] == 0
+    # The offset moved: the partition is in the incremental request.
+    conn.respond = lambda request: response(session_id=77)
+    thread.do_work()
+    second = conn.requests[1]
+    assert (second["session_id"], second["session_epoch"]) == (77, 1)
+    assert only_partition(second)["fetch_offset"] == 2 and second["forgotten_topics_data"] == []
+    # Nothing changed since: an incremental request naming no partition.
+    thread.do_work()
+    third = conn.requests[2]
+    assert (third["session_id"], third["session_epoch"], third["topics"]) == (77, 2, [])
+
+
+def test_session_error_drops_back_to_a_full_request_without_backing_off(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log)
+    conn.respond = lambda request: response(part(None, hw=0), session_id=77)
+    thread.do_work()
+    conn.respond = lambda request: response(error_code=InvalidFetchSessionEpochException.code)
+    thread.do_work()
+    assert thread.fetch_state(TP).delayed_until == 0.0  # type: ignore[union-attr]
+    conn.respond = lambda request: response(part(None, hw=0), session_id=78)
+    thread.do_work()
+    # Epoch 0 with the old id: close session 77, open a new one; then incremental in 78.
+    assert (conn.requests[2]["session_id"], conn.requests[2]["session_epoch"]) == (77, 0)
+    assert only_partition(conn.requests[2])["fetch_offset"] == 0
+    thread.do_work()
+    assert (conn.requests[3]["session_id"], conn.requests[3]["session_epoch"]) == (78, 1)
+    conn.respond = lambda request: response(error_code=FetchSessionIdNotFoundException.code)
+    thread.do_work()
+    conn.respond = lambda request: response(part(None, hw=0))
+    thread.do_work()
+    assert (conn.requests[5]["session_id"], conn.requests[5]["session_epoch"]) == (0, 0)
+
+
+def test_removed_partition_is_forgotten_and_a_failed_send_restarts_the_session(
+    follower_log: Log, tmp_path: Path
+) -> None:
+    other = Log(str(tmp_path / "t-1"), LogConfig())
+    thread, conn = fetcher_for(follower_log)
+    tp1 = TopicPartition(TP.topic, 1)
+    thread.add_partitions({tp1: InitialFetchState(LEADER, 3, other)})
+    conn.respond = lambda request: response(part(None, hw=0), part(None, hw=0, index=1), session_id=5)
+    thread.do_work()  # both logs carry no epochs: cut to their high watermarks, then a full fetch
+    assert conn.requests[-1]["session_epoch"] == 0 and len(conn.requests[-1]["topics"][0]["partitions"]) == 2
+    thread.remove_partitions([tp1])
+    conn.respond = lambda request: response(session_id=5)
+    thread.do_work()
+    assert conn.requests[-1]["forgotten_topics_data"] == [{"topic": TP.topic, "partitions": [1]}]
+    assert conn.requests[-1]["topics"] == []
+
+    def fail(request: Any) -> Any:
+        raise ConnectionClosedError("gone")
+
+    conn.respond = fail
+    thread.do_work()
+    conn.respond = lambda request: response(part(None, hw=0), session_id=6)
+    thread.fetch_state(TP).delayed_until = 0.0  # type: ignore[union-attr]
+    thread.do_work()
+    assert (conn.requests[-1]["session_id"], conn.requests[-1]["session_epoch"]) == (5, 0)
+    other.close()

@@ -1,0 +1,141 @@
+"""Replicated produce throughput: RF 3 acks=all against RF 1, in one run on one machine.
+
+    PYTHONPATH=<tree> python benchmarks/replication_ratio.py [--rounds 3] [--mb 60] [--partitions 6]
+
+One ZooKeeper and three kafkapy brokers. Topic `rf1-<size>` puts every partition on broker 0
+alone; topic `rf3-<size>` has three replicas per partition with the leaders spread over the
+three brokers (Kafka's default assignment). The same bytes are produced to each with
+confluent-kafka (librdkafka), acks=all, alternating RF 1 and RF 3 rounds so that drift of the
+shared machine hits both alike. Prints MB/s per round, the medians and the RF3/RF1 ratio per
+record size, and the brokers' CPU seconds per GB produced (the three brokers' processes: less
+sensitive than MB/s to other load on the machine). Kafka's 2014 benchmark measured about 0.5
+for this ratio (three brokers, one per machine); here the three brokers share the machine's
+cores, which makes 0.5 harder to reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from benchmarks.brokers import cpu_seconds, python_broker_pid  # noqa: E402
+from benchmarks.produce import producer_config  # noqa: E402
+from kafkapy.testing import kafkapy_cluster_context  # noqa: E402
+
+
+def produce(bootstrap: str, topic: str, record_size: int, records: int) -> float:
+    """Seconds to send `records` values of `record_size` bytes with acks=all, to the last ack."""
+    failed = 0
+
+    def on_failure(err: object, _msg: object) -> None:
+        nonlocal failed
+        failed += 1
+
+    producer = Producer({**producer_config(bootstrap, "all"), "on_delivery": on_failure})
+    producer.list_topics(topic, timeout=30)  # metadata and connections before the clock starts
+    value = os.urandom(record_size)
+    send, poll = producer.produce, producer.poll
+    t0 = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                send(topic, value)
+                break
+            except BufferError:  # the local queue is full: wait for acks
+                poll(0.005)
+    remaining = producer.flush(300)
+    elapsed = time.perf_counter() - t0
+    if failed or remaining:
+        raise RuntimeError(f"{topic}: {failed + remaining} of {records} records failed")
+    return elapsed
+
+
+def _create(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(t, len(assignment), replica_assignment=assignment) for t, assignment in topics.items()],
+        operation_timeout=30,
+    )
+    for f in futures.values():
+        f.result(60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        md = admin.list_topics(timeout=30)
+        if all(
+            t in md.topics
+            and len(md.topics[t].partitions) == len(a)
+            and all(len(p.isrs) == len(a[0]) and p.leader >= 0 for p in md.topics[t].partitions.values())
+            for t, a in topics.items()
+        ):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"topics {sorted(topics)} not fully in sync after 60 s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mb", type=int, default=60, help="MB produced per round and record size")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--sizes", default="1024,100")
+    parser.add_argument("--broker-config", action="append", default=[], help="key=value for every broker")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    overrides = dict(kv.split("=", 1) for kv in args.broker_config)
+    n = args.partitions
+    topics: dict[str, list[list[int]]] = {}
+    for size in sizes:
+        topics[f"rf1-{size}"] = [[0] for _ in range(n)]
+        topics[f"rf3-{size}"] = [[(p + i) % 3 for i in range(3)] for p in range(n)]
+    with kafkapy_cluster_context(3, overrides) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        _create(bootstrap, topics)
+        pids = [python_broker_pid(b.process.pid) for b in cluster.brokers if b.process is not None]
+        rates: dict[str, list[float]] = {t: [] for t in topics}
+        cpu_per_gb: dict[str, list[float]] = {t: [] for t in topics}
+        for r in range(args.rounds):
+            for size in sizes:
+                records = args.mb * 1_000_000 // size
+                for rf in ("rf1", "rf3"):
+                    topic = f"{rf}-{size}"
+                    cpu0 = sum(cpu_seconds(pid) for pid in pids)
+                    wall_s = produce(bootstrap, topic, size, records)
+                    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
+                    rate = records * size / wall_s / 1_000_000
+                    rates[topic].append(rate)
+                    cpu_per_gb[topic].append(cpu / (records * size / 1e9))
+                    print(
+                        f"round {r + 1} {topic:>9}: {rate:7.2f} MB/s ({records} records, {wall_s:.2f} s), "
+                        f"brokers' CPU {cpu_per_gb[topic][-1]:.1f} s/GB",
+                        flush=True,
+                    )
+        print()
+        for size in sizes:
+            rf1, rf3 = rates[f"rf1-{size}"], rates[f"rf3-{size}"]
+            m1, m3 = statistics.median(rf1), statistics.median(rf3)
+            print(
+                f"{size:>5} B  RF1 min/med/max {min(rf1):.2f}/{m1:.2f}/{max(rf1):.2f} MB/s  "
+                f"RF3 {min(rf3):.2f}/{m3:.2f}/{max(rf3):.2f} MB/s  RF3/RF1 {m3 / m1:.2f} "
+                f"(per round: {' '.join(f'{b / a:.2f}' for a, b in zip(rf1, rf3, strict=True))})"
+            )
+            c1, c3 = (
+                statistics.median(cpu_per_gb[f"rf1-{size}"]),
+                statistics.median(cpu_per_gb[f"rf3-{size}"]),
+            )
+            print(f"        brokers' CPU s/GB median RF1 {c1:.1f}  RF3 {c3:.1f}  RF1/RF3 {c1 / c3:.2f}")
+
+
+if __name__ == "__main__":
+    main()

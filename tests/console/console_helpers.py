@@ -1,0 +1,80 @@
+"""Helpers of the console's browser tests: the console as a process, Chromium's launch options.
+
+Chromium is Debian's (/usr/bin/chromium, installed by bin/kafkapy-run), driven by Playwright's
+Python API; Playwright's own browser download is never used. The machine's network is closed,
+so every background service of Chromium that would dial out is switched off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from kafkapy.testing import BrokerHandle, free_port
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+START_TIMEOUT_S = 60.0
+
+
+class ConsoleProcess:
+    """`python -m kafkapy.console.cli ...` on a free port; stopped by its own pid."""
+
+    def __init__(self, args: list[str], log_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kafkapy.console.cli", "--port", str(self.port), *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"kafkapy-console exited: {log_path.read_text()}")
+            try:
+                urllib.request.urlopen(self.url + "/static/console.css", timeout=5).read()
+                return
+            except (urllib.error.URLError, OSError):
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise AssertionError(f"kafkapy-console did not start: {log_path.read_text()}") from None
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+        self._log.close()
+
+
+def metrics_url(broker: BrokerHandle) -> str:
+    """The broker's Prometheus endpoint (kafkapy.metrics.port=0: the port it logged)."""
+    found = re.findall(
+        r"Metrics endpoint listening on (http://127\.0\.0\.1:\d+/metrics)", broker.server_log()
+    )
+    assert found, "the broker did not open its metrics endpoint"
+    return found[-1]
