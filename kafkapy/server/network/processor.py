@@ -524,8 +524,7 @@ class Processor(asyncio.BufferedProtocol):
         if timing is None:
             return
         if self._region_send is not None:
-            timing.response_bytes = _response_size(response)
-            return  # _continue_region_send finishes it
+            return  # _continue_region_send finishes it (send_response noted the size)
         self._stats.timing = None
         self._finish(timing, response, _now_ns() if timing.ready != timing.local_done else timing.ready)
 
@@ -596,6 +595,11 @@ class Processor(asyncio.BufferedProtocol):
             self._out_bytes += sum(len(part) for part in response)  # type: ignore[misc, arg-type]
         else:
             self._flush_out()
+            timing = self._stats.timing
+            if timing is not None:
+                # The send may end within this call, and its end records the request: the size
+                # must be known before (the request log showed size=0 for such fetches).
+                timing.response_bytes = _response_size(response)
             self._region_send = RegionSend(list(response))
             self._continue_region_send()
             return
