@@ -13,8 +13,9 @@ preferred election), then topics, partition states, topic deletion and entity co
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -65,13 +66,18 @@ from kafkapy.zk.topic_znodes import (
     TopicZNode,
 )
 from kafkapy.zk.zk_data import PERSISTENT_ZK_PATHS
-from kafkapy.zk.zk_io import MATCH_ANY_VERSION, ZkIO
+from kafkapy.zk.zk_io import MATCH_ANY_VERSION, TxnOp, ZkIO
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Assignment", "KafkaZkClient", "UpdateLeaderAndIsrResult"]
 
 Assignment = Mapping[int, ReplicaAssignment | Sequence[int]]
+
+# Partitions per transaction in the controller's bulk writes of partition states: a request of
+# ~20 KB (a state znode is ~100 bytes; ZooKeeper's jute.maxbuffer is 1 MB), and one request and
+# one log entry in ZooKeeper instead of a hundred.
+PARTITIONS_PER_TRANSACTION = 100
 
 
 @dataclass(slots=True)
@@ -180,8 +186,8 @@ class KafkaZkClient(ZkIO):
     def get_all_broker_and_epochs_in_cluster(self) -> dict[int, tuple[BrokerInfo, int]]:
         """{broker id: (registration, broker epoch = czxid)}, in broker id order."""
         result: dict[int, tuple[BrokerInfo, int]] = {}
-        for broker_id in self.get_sorted_broker_list():
-            got = self.get_data(BrokerIdZNode.path(broker_id))
+        ids = self.get_sorted_broker_list()
+        for broker_id, got in zip(ids, self.get_data_many([BrokerIdZNode.path(b) for b in ids]), strict=True):
             if got is not None:  # gone between listing and reading
                 result[broker_id] = (BrokerIdZNode.decode(broker_id, got[0]), got[1].czxid)
         return result
@@ -286,8 +292,8 @@ class KafkaZkClient(ZkIO):
         self, sequence_numbers: Iterable[str]
     ) -> list[TopicPartition]:
         partitions: set[TopicPartition] = set()
-        for seq in sequence_numbers:
-            got = self.get_data(IsrChangeNotificationSequenceZNode.path(seq))
+        paths = [IsrChangeNotificationSequenceZNode.path(seq) for seq in sequence_numbers]
+        for got in self.get_data_many(paths):
             if got is not None:
                 partitions |= IsrChangeNotificationSequenceZNode.decode(got[0])
         return sorted(partitions)
@@ -443,12 +449,12 @@ class KafkaZkClient(ZkIO):
         self, topics: Iterable[str]
     ) -> dict[str, TopicIdReplicaAssignment]:
         """Topics that do not exist are left out."""
-        result = {}
-        for topic in topics:
-            assignment = self.get_topic_assignment(topic)
-            if assignment is not None:
-                result[topic] = assignment
-        return result
+        names = list(topics)
+        return {
+            topic: TopicZNode.decode(topic, got[0])
+            for topic, got in zip(names, self.get_data_many([TopicZNode.path(t) for t in names]), strict=True)
+            if got is not None
+        }
 
     def get_replica_assignment_for_topics(self, topics: Iterable[str]) -> dict[TopicPartition, list[int]]:
         return {
@@ -472,9 +478,12 @@ class KafkaZkClient(ZkIO):
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         """Partitions without a state znode are left out."""
+        tps = list(partitions)
         result = {}
-        for tp in partitions:
-            state = self.get_topic_partition_state(tp)
+        for tp, got in zip(
+            tps, self.get_data_many([TopicPartitionStateZNode.path(tp) for tp in tps]), strict=True
+        ):
+            state = None if got is None else TopicPartitionStateZNode.decode(got[0], got[1].version)
             if state is not None:
                 result[tp] = state
         return result
@@ -486,28 +495,31 @@ class KafkaZkClient(ZkIO):
     ) -> dict[TopicPartition, Exception | None]:
         """Create each partition's state znode (and its parents); per partition None on success
         or the error (NodeExistsError if it already has a state)."""
-        result: dict[TopicPartition, Exception | None] = {}
-        for tp, state in states.items():
-            self.make_sure_persistent_path_exists(TopicPartitionsZNode.path(tp.topic))
-            self.make_sure_persistent_path_exists(TopicPartitionZNode.path(tp))
-            data = TopicPartitionStateZNode.encode(state)
-            try:
-                self.multi_fenced(
-                    [
-                        lambda t, p=tp, d=data: t.create(  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-                            TopicPartitionStateZNode.path(p),
-                            d,
-                            acl=self.acls(TopicPartitionStateZNode.path(p)),
-                        )
-                    ],
-                    expected_controller_epoch_zk_version,
-                )
-                result[tp] = None
-            except ControllerMovedException:
-                raise
-            except Exception as e:  # per-partition failures are values, not aborts
-                result[tp] = e
-        return result
+        tps = list(states)
+        # The topics' /partitions first (pipelined), then each partition's znode and its state
+        # together, many partitions to a transaction.
+        self.make_sure_persistent_paths_exist(
+            [TopicPartitionsZNode.path(t) for t in dict.fromkeys(tp.topic for tp in tps)]
+        )
+        data = {tp: TopicPartitionStateZNode.encode(states[tp]) for tp in tps}
+
+        def create(path: str, value: bytes = b"") -> TxnOp:
+            return lambda t: t.create(path, value, acl=self.acls(path))
+
+        def with_parent(tp: TopicPartition) -> list[TxnOp]:
+            return [create(TopicPartitionZNode.path(tp)), create(TopicPartitionStateZNode.path(tp), data[tp])]
+
+        def alone(tp: TopicPartition) -> list[TxnOp]:
+            return [create(TopicPartitionStateZNode.path(tp), data[tp])]
+
+        def prepare_alone(partitions: list[TopicPartition]) -> None:
+            self.make_sure_persistent_paths_exist([TopicPartitionZNode.path(tp) for tp in partitions])
+
+        outcomes = self._grouped_multi(
+            tps, with_parent, alone, prepare_alone, expected_controller_epoch_zk_version
+        )
+        # per-partition failures are values, not aborts
+        return {tp: got if isinstance(got, Exception) else None for tp, got in outcomes.items()}
 
     def update_leader_and_isr(
         self,
@@ -517,25 +529,66 @@ class KafkaZkClient(ZkIO):
     ) -> UpdateLeaderAndIsrResult:
         """Write each new LeaderAndIsr if its state znode is still at the zk version it carries."""
         result = UpdateLeaderAndIsrResult()
-        for tp, lai in leader_and_isrs.items():
+
+        def write(tp: TopicPartition) -> list[TxnOp]:
+            lai = leader_and_isrs[tp]
+            path = TopicPartitionStateZNode.path(tp)
             data = TopicPartitionStateZNode.encode(LeaderIsrAndControllerEpoch(lai, controller_epoch))
-            try:
-                res = self.multi_fenced(
-                    [
-                        lambda t, p=tp, d=data, v=lai.zk_version: t.set_data(  # type: ignore[misc]  # a lambda's default binds the loop variable; mypy cannot infer it
-                            TopicPartitionStateZNode.path(p), d, v
-                        )
-                    ],
-                    expected_controller_epoch_zk_version,
-                )
-                result.finished[tp] = lai.with_zk_version(res[-1].version)
-            except BadVersionError:
+            return [lambda t: t.set_data(path, data, lai.zk_version)]
+
+        outcomes = self._grouped_multi(
+            list(leader_and_isrs), write, write, lambda _: None, expected_controller_epoch_zk_version
+        )
+        for tp, got in outcomes.items():
+            if isinstance(got, BadVersionError):
                 result.to_retry.append(tp)
-            except ControllerMovedException:
-                raise
-            except Exception as e:
-                result.finished[tp] = e
+            elif isinstance(got, Exception):
+                result.finished[tp] = got
+            else:
+                result.finished[tp] = leader_and_isrs[tp].with_zk_version(got[-1].version)
         return result
+
+    def _grouped_multi(
+        self,
+        partitions: list[TopicPartition],
+        grouped_ops: Callable[[TopicPartition], list[TxnOp]],
+        single_ops: Callable[[TopicPartition], list[TxnOp]],
+        before_singles: Callable[[list[TopicPartition]], None],
+        expected_controller_epoch_zk_version: int,
+    ) -> dict[TopicPartition, list[Any] | Exception]:
+        """Per partition, its ops' results or its error. The ops of PARTITIONS_PER_TRANSACTION
+        partitions go in one transaction, the transactions pipelined: one request, one log
+        entry in ZooKeeper for many znodes. A transaction is all or nothing, so one that failed
+        (a partition changed meanwhile, a znode already there) is redone partition by
+        partition (`single_ops`, after `before_singles`), which gives each its own outcome."""
+        groups = [
+            partitions[i : i + PARTITIONS_PER_TRANSACTION]
+            for i in range(0, len(partitions), PARTITIONS_PER_TRANSACTION)
+        ]
+        op_lists = [[grouped_ops(tp) for tp in group] for group in groups]
+        transactions = [[op for ops in lists for op in ops] for lists in op_lists]
+        out: dict[TopicPartition, list[Any] | Exception] = {}
+        redo: list[TopicPartition] = []
+        for group, lists, got in zip(
+            groups,
+            op_lists,
+            self.multi_fenced_many(transactions, expected_controller_epoch_zk_version),
+            strict=True,
+        ):
+            if isinstance(got, Exception):
+                redo.extend(group)
+                continue
+            at = 0
+            for tp, ops in zip(group, lists, strict=True):
+                out[tp] = got[at : at + len(ops)]
+                at += len(ops)
+        if redo:
+            before_singles(redo)
+            singles = self.multi_fenced_many(
+                [single_ops(tp) for tp in redo], expected_controller_epoch_zk_version
+            )
+            out.update(zip(redo, singles, strict=True))
+        return out
 
     # -- topic deletion -----------------------------------------------------------------------
 
@@ -581,6 +634,17 @@ class KafkaZkClient(ZkIO):
     def get_entity_configs(self, entity_type: str, sanitized_name: str) -> dict[str, str]:
         got = self.get_data(ConfigEntityZNode.path(entity_type, sanitized_name))
         return {} if got is None else ConfigEntityZNode.decode(got[0])
+
+    def get_entity_configs_many(
+        self, entity_type: str, sanitized_names: Iterable[str]
+    ) -> dict[str, dict[str, str]]:
+        """get_entity_configs for many entities at once."""
+        names = list(sanitized_names)
+        found = self.get_data_many([ConfigEntityZNode.path(entity_type, n) for n in names])
+        return {
+            n: {} if got is None else ConfigEntityZNode.decode(got[0])
+            for n, got in zip(names, found, strict=True)
+        }
 
     def set_or_create_entity_configs(
         self, entity_type: str, sanitized_name: str, config: Mapping[str, str]

@@ -17,13 +17,16 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionLoss,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    OperationTimeoutError,
     RolledBackError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.security import ACL
 
@@ -69,6 +72,15 @@ StateChangeCallback = Callable[[str], None]
 
 # A transaction step: receives the open transaction and adds its operation(s) to it.
 TxnOp = Callable[[TransactionRequest], Any]
+
+# How many requests a bulk call keeps in flight. Enough to hide the round trip (a few hundred
+# requests answer in one ~1 ms turn of the server); below ZooKeeper's globalOutstandingLimit
+# (1000), past which the server stops reading from the connection.
+PIPELINE_WINDOW = 500
+
+# What a bulk call redoes synchronously (with the client's retry policy) when its asynchronous
+# attempt hit it: the connection dropped while the request was in flight.
+_RETRIABLE = (ConnectionLoss, OperationTimeoutError)
 
 
 def split_chroot(connect: str) -> tuple[str, str | None]:
@@ -346,6 +358,130 @@ class ZkIO:
             except NotEmptyError:
                 continue  # a child appeared meanwhile: go round again
 
+    # -- bulk (pipelined) operations ------------------------------------------------------------
+    #
+    # Kafka's controller sends its thousands of reads and writes asynchronously and waits for
+    # them together (retryRequestsUntilConnected); so do these, through kazoo's *_async calls:
+    # the time grows with the round trips in flight, not with the number of znodes.
+
+    def _bulk(
+        self,
+        start: Callable[..., IAsyncResult],
+        redo: Callable[..., Any],
+        calls: Sequence[tuple[Any, ...]],
+    ) -> list[Any]:
+        """Each call's result, or the exception it ended with, in order. `start(*args)` issues
+        one request asynchronously; `redo(*args)` is its synchronous twin, run under the retry
+        policy for requests that a connection loss cut short."""
+        results: list[Any] = [None] * len(calls)
+        began = time.monotonic_ns()
+        try:
+            for low in range(0, len(calls), PIPELINE_WINDOW):
+                window = range(low, min(len(calls), low + PIPELINE_WINDOW))
+                pending = [(i, start(*calls[i])) for i in window]
+                for i, request in pending:
+                    try:
+                        results[i] = request.get()
+                    except _RETRIABLE:
+                        try:
+                            results[i] = self._zk.retry(redo, *calls[i])
+                        except Exception as e:  # noqa: BLE001 - a value, like the others
+                            results[i] = e
+                    except Exception as e:  # noqa: BLE001 - per-znode outcomes are values
+                        results[i] = e
+        finally:
+            if calls:
+                self.metrics.request_latency_ns(time.monotonic_ns() - began)
+        return results
+
+    def get_data_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """get_data for many znodes at once; None for those that do not exist."""
+        out: list[tuple[bytes, ZnodeStat] | None] = []
+        for path, got in zip(
+            paths, self._bulk(self._zk.get_async, self._zk.get, [(p,) for p in paths]), strict=True
+        ):
+            if isinstance(got, NoNodeError):
+                out.append(None)
+            elif isinstance(got, NoAuthError):
+                raise ZkNoAuthError(path) from got
+            elif isinstance(got, Exception):
+                raise got
+            else:
+                out.append(got)
+        return out
+
+    def make_sure_persistent_paths_exist(self, paths: Sequence[str]) -> None:
+        """make_sure_persistent_path_exists for many paths, parents listed before children:
+        created together; one whose own parent is missing goes the one-by-one way."""
+
+        def create(path: str) -> IAsyncResult:
+            return self._zk.create_async(path, b"", acl=self.acls(path))
+
+        def redo(path: str) -> str:
+            made: str = self._zk.create(path, b"", acl=self.acls(path))
+            return made
+
+        for path, got in zip(paths, self._bulk(create, redo, [(p,) for p in paths]), strict=True):
+            if isinstance(got, NodeExistsError) or not isinstance(got, Exception):
+                continue
+            if isinstance(got, NoAuthError):
+                raise ZkNoAuthError(path) from got
+            if isinstance(got, NoNodeError):
+                self.make_sure_persistent_path_exists(path)
+                continue
+            raise got
+
+    def multi_fenced_many(
+        self, transactions: Sequence[Sequence[TxnOp]], expected_controller_epoch_zk_version: int
+    ) -> list[list[Any] | Exception]:
+        """multi_fenced for many independent transactions at once: per transaction its op
+        results, or the error multi_fenced would have raised. Raises ControllerMovedException
+        if any was fenced (all of them are, then: /controller_epoch only moves forward)."""
+        fenced = expected_controller_epoch_zk_version >= 0
+
+        def build(ops: Sequence[TxnOp]) -> TransactionRequest:
+            txn = self._zk.transaction()
+            if fenced:
+                txn.check(ControllerEpochZNode.path(), expected_controller_epoch_zk_version)
+            for op in ops:
+                op(txn)
+            return txn
+
+        def start(ops: Sequence[TxnOp]) -> IAsyncResult:
+            return build(ops).commit_async()
+
+        def redo(ops: Sequence[TxnOp]) -> list[Any]:
+            return list(build(ops).commit())
+
+        out: list[list[Any] | Exception] = []
+        for got in self._bulk(start, redo, [(ops,) for ops in transactions]):
+            if isinstance(got, Exception):
+                out.append(ZkNoAuthError(None) if isinstance(got, NoAuthError) else got)
+                continue
+            try:
+                out.append(self._check_multi(list(got), fenced, expected_controller_epoch_zk_version))
+            except ControllerMovedException:
+                raise
+            except Exception as e:  # noqa: BLE001 - the op's error, as a value
+                out.append(e)
+        return out
+
+    def _check_multi(self, results: list[Any], fenced: bool, expected_version: int) -> list[Any]:
+        """A committed transaction's results without the fencing check's; raises
+        ControllerMovedException if the check failed, else the first op's error."""
+        if fenced:
+            check, results = results[0], results[1:]
+            if isinstance(check, Exception) and not _rolled_back(check):
+                raise ControllerMovedException(
+                    f"Controller epoch zkVersion check fails. Expected zkVersion = {expected_version}"
+                )
+        for r in results:
+            if isinstance(r, NoAuthError):
+                raise ZkNoAuthError(None) from r
+            if isinstance(r, Exception) and not _rolled_back(r):
+                raise r
+        return results
+
     def multi_fenced(self, ops: Sequence[TxnOp], expected_controller_epoch_zk_version: int) -> list[Any]:
         """Run `ops` atomically, guarded by the version of /controller_epoch unless it is
         MATCH_ANY_VERSION (-1). Returns the op results; raises ControllerMovedException when the
@@ -360,21 +496,7 @@ class ZkIO:
                 op(txn)
             return list(txn.commit())
 
-        results = self._retry(attempt)
-        if fenced:
-            check, results = results[0], results[1:]
-            if isinstance(check, Exception) and not _rolled_back(check):
-                raise ControllerMovedException(
-                    "Controller epoch zkVersion check fails. Expected zkVersion = "
-                    f"{expected_controller_epoch_zk_version}"
-                )
-        for r in results:
-            if isinstance(r, NoAuthError):
-                raise ZkNoAuthError(None) from r
-            if isinstance(r, Exception) and not _rolled_back(r):
-                raise r
-        result: list[Any] = results
-        return result
+        return self._check_multi(self._retry(attempt), fenced, expected_controller_epoch_zk_version)
 
 
 def _rolled_back(e: Exception) -> bool:

@@ -7,6 +7,7 @@ name and the broker's (or the tool's) message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from confluent_kafka import Consumer, Producer
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.configs import BROKER, TOPIC, describe_configs
+from kafkapy.client.connection import BrokerConnection
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.console.operations import COMPLETED, IN_PROGRESS, OperationError, Operations
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP
@@ -93,6 +95,30 @@ def produce(cluster: KafkapyCluster, topic: str, partition: int, count: int, tim
     assert producer.flush(WAIT_S) == 0
 
 
+def known_everywhere(cluster: KafkapyCluster, topic: str) -> bool:
+    """Every broker's metadata has `topic` with a leader for each partition (CreateTopics answers
+    once the controller has elected them; the other brokers learn it from UpdateMetadata)."""
+    for broker in cluster.brokers:
+        with contextlib.closing(BrokerConnection("127.0.0.1", broker.port, "console-test", 10.0)) as conn:
+            md = conn.send(3, 1, {"topics": [{"name": topic}]})
+        if md.topics[0].error_code or any(p.leader_id < 0 for p in md.topics[0].partitions):
+            return False
+    return True
+
+
+def create(
+    ops: Operations,
+    cluster: KafkapyCluster,
+    topic: str,
+    partitions: int | None = None,
+    replication_factor: int | None = None,
+    assignment: dict[int, list[int]] | None = None,
+    configs: dict[str, str] | None = None,
+) -> None:
+    run(ops.create_topic(topic, partitions, replication_factor, assignment, configs))
+    wait_until(lambda: known_everywhere(cluster, topic), f"every broker to know {topic}")
+
+
 def replicas(admin: AdminClient, topic: str) -> dict[int, tuple[int, ...]]:
     return {p.partition: p.replicas for p in admin.describe_topics([topic])[topic].partitions}
 
@@ -118,18 +144,20 @@ def broker_throttles(admin: AdminClient) -> dict[int, dict[str, str | None]]:
 # -- topics -------------------------------------------------------------------------------------
 
 
-def test_create_topic_with_counts_configs_or_an_assignment(ops: Operations, admin: AdminClient) -> None:
-    run(ops.create_topic("counted", partitions=3, replication_factor=2, configs={"retention.ms": "3600000"}))
+def test_create_topic_with_counts_configs_or_an_assignment(
+    ops: Operations, admin: AdminClient, cluster: KafkapyCluster
+) -> None:
+    create(ops, cluster, "counted", partitions=3, replication_factor=2, configs={"retention.ms": "3600000"})
     placed = replicas(admin, "counted")
     assert sorted(placed) == [0, 1, 2] and all(len(r) == 2 for r in placed.values())
     assert dynamic_configs(admin, "counted") == {"retention.ms": "3600000"}
 
-    run(ops.create_topic("assigned", assignment={0: [2, 0], 1: [0, 1]}))
+    create(ops, cluster, "assigned", assignment={0: [2, 0], 1: [0, 1]})
     assert replicas(admin, "assigned") == {0: (2, 0), 1: (0, 1)}
 
 
-def test_create_topic_refusals_carry_kafka_s_error_names(ops: Operations) -> None:
-    run(ops.create_topic("taken", partitions=1, replication_factor=1))
+def test_create_topic_refusals_carry_kafka_s_error_names(ops: Operations, cluster: KafkapyCluster) -> None:
+    create(ops, cluster, "taken", partitions=1, replication_factor=1)
     e = refusal(ops.create_topic("taken", partitions=1, replication_factor=1))
     assert (e.error_name, e.message) == ("TOPIC_ALREADY_EXISTS", "Topic 'taken' already exists.")
     e = refusal(ops.create_topic("bad/name", partitions=1, replication_factor=1))
@@ -152,8 +180,8 @@ def test_create_topic_refusals_carry_kafka_s_error_names(ops: Operations) -> Non
     assert e.error_name == "INVALID_REQUEST" and "Both cannot be used at the same time" in e.message
 
 
-def test_add_partitions_up_to_a_total(ops: Operations, admin: AdminClient) -> None:
-    run(ops.create_topic("growing", partitions=1, replication_factor=2))
+def test_add_partitions_up_to_a_total(ops: Operations, admin: AdminClient, cluster: KafkapyCluster) -> None:
+    create(ops, cluster, "growing", partitions=1, replication_factor=2)
     run(ops.add_partitions("growing", 3))
     assert sorted(replicas(admin, "growing")) == [0, 1, 2]
     run(ops.add_partitions("growing", 4, [[2, 1]]))
@@ -168,8 +196,10 @@ def test_add_partitions_up_to_a_total(ops: Operations, admin: AdminClient) -> No
     assert e.error_name == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
-def test_alter_topic_configs_sets_and_deletes_keys(ops: Operations, admin: AdminClient) -> None:
-    run(ops.create_topic("tuned", partitions=1, replication_factor=1, configs={"retention.ms": "60000"}))
+def test_alter_topic_configs_sets_and_deletes_keys(
+    ops: Operations, admin: AdminClient, cluster: KafkapyCluster
+) -> None:
+    create(ops, cluster, "tuned", partitions=1, replication_factor=1, configs={"retention.ms": "60000"})
     run(ops.alter_topic_configs("tuned", {"cleanup.policy": "compact", "segment.ms": "100000"}))
     assert dynamic_configs(admin, "tuned") == {
         "retention.ms": "60000",
@@ -193,7 +223,7 @@ def test_alter_topic_configs_sets_and_deletes_keys(ops: Operations, admin: Admin
 def test_reassignment_runs_to_completion_and_reports_each_partition(
     ops: Operations, admin: AdminClient, cluster: KafkapyCluster
 ) -> None:
-    run(ops.create_topic("moving", assignment={0: [0, 1], 1: [1, 2]}))
+    create(ops, cluster, "moving", assignment={0: [0, 1], 1: [1, 2]})
     for p in (0, 1):
         produce(cluster, "moving", p, 50)
     plan = {"moving": {0: [2, 0], 1: [0, 2]}}
@@ -239,7 +269,7 @@ def test_ongoing_reassignments_list_adding_and_removing_replicas(
     """A target broker that is stopped (SIGSTOP) keeps the reassignment in flight."""
     controller = admin.metadata([], "test").controller_id
     first, stuck = (b for b in (0, 1, 2) if b != controller)  # the stuck one is never asked first
-    run(ops.create_topic("held", assignment={0: [first, controller]}))
+    create(ops, cluster, "held", assignment={0: [first, controller]})
     target = {"held": {0: [first, stuck]}}
     cluster.broker(stuck).pause()
     try:
@@ -260,8 +290,10 @@ def test_ongoing_reassignments_list_adding_and_removing_replicas(
     assert replicas(admin, "held") == {0: (first, controller)}
 
 
-def test_reassignment_plans_are_checked_as_the_tool_checks_them(ops: Operations) -> None:
-    run(ops.create_topic("planned", assignment={0: [0, 1]}))
+def test_reassignment_plans_are_checked_as_the_tool_checks_them(
+    ops: Operations, cluster: KafkapyCluster
+) -> None:
+    create(ops, cluster, "planned", assignment={0: [0, 1]})
     e = refusal(ops.start_reassignment({"planned": {0: [0, 9]}}))
     assert (e.error_name, e.message) == ("INVALID_REPLICA_ASSIGNMENT", "Unknown broker id 9")
     e = refusal(ops.start_reassignment({"planned": {5: [0, 1]}}))
@@ -280,9 +312,9 @@ def test_reassignment_plans_are_checked_as_the_tool_checks_them(ops: Operations)
 
 
 def test_preferred_leader_election_moves_leadership_to_the_first_replica(
-    ops: Operations, admin: AdminClient
+    ops: Operations, admin: AdminClient, cluster: KafkapyCluster
 ) -> None:
-    run(ops.create_topic("elected", assignment={0: [0, 1], 1: [1, 2]}))
+    create(ops, cluster, "elected", assignment={0: [0, 1], 1: [1, 2]})
     # Reordering the replicas changes the preferred replica but not the leader.
     run(ops.start_reassignment({"elected": {0: [1, 0], 1: [2, 1]}}))
     wait_until(lambda: replicas(admin, "elected") == {0: (1, 0), 1: (2, 1)}, "the reordering")
@@ -303,11 +335,9 @@ def test_preferred_leader_election_moves_leadership_to_the_first_replica(
 def test_delete_records_moves_the_low_watermark(
     ops: Operations, groups: GroupAdmin, cluster: KafkapyCluster
 ) -> None:
-    run(ops.create_topic("trimmed", partitions=2, replication_factor=2))
-    run(
-        ops.create_topic(
-            "compacted", partitions=1, replication_factor=1, configs={"cleanup.policy": "compact"}
-        )
+    create(ops, cluster, "trimmed", partitions=2, replication_factor=2)
+    create(
+        ops, cluster, "compacted", partitions=1, replication_factor=1, configs={"cleanup.policy": "compact"}
     )
     produce(cluster, "trimmed", 0, 10)
     produce(cluster, "trimmed", 1, 6)
@@ -336,7 +366,7 @@ def test_delete_records_moves_the_low_watermark(
 def test_reset_offsets_previews_and_executes_each_strategy(
     ops: Operations, groups: GroupAdmin, cluster: KafkapyCluster
 ) -> None:
-    run(ops.create_topic("ledger", partitions=2, replication_factor=2))
+    create(ops, cluster, "ledger", partitions=2, replication_factor=2)
     base_ms = 1_700_000_000_000
     produce(cluster, "ledger", 0, 10, base_ms)
     produce(cluster, "ledger", 1, 10, base_ms)
@@ -369,7 +399,7 @@ def test_reset_offsets_previews_and_executes_each_strategy(
 def test_reset_offsets_of_an_active_group_is_refused_with_the_tool_s_message(
     ops: Operations, groups: GroupAdmin, cluster: KafkapyCluster
 ) -> None:
-    run(ops.create_topic("busy", partitions=1, replication_factor=1))
+    create(ops, cluster, "busy", partitions=1, replication_factor=1)
     produce(cluster, "busy", 0, 3)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "readers",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip

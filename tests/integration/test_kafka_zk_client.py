@@ -6,8 +6,10 @@ each other's znodes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import socket
 import sys
 import threading
 import time
@@ -305,6 +307,85 @@ def test_controller_writes_are_fenced_by_epoch_zk_version(zk: KafkaZkClient) -> 
             "t", {0: [0], 1: [0]}, expected_controller_epoch_zk_version=epoch_zk_version + 1
         )
     assert zk.get_topic_partition_state(tp) == state
+
+
+def test_bulk_partition_state_writes_and_reads_are_pipelined(zk: KafkaZkClient) -> None:
+    """More partitions than one pipeline window (PIPELINE_WINDOW) over several topics: every
+    outcome lands on its own partition (created, already there, changed meanwhile, missing),
+    and the fence still refuses the lot for a stale controller epoch."""
+    from kafkapy.zk.zk_io import PIPELINE_WINDOW
+
+    epoch, epoch_zk_version = zk.register_controller_and_increment_controller_epoch(0)
+    per_topic = 300
+    topics = [f"bulk{i}" for i in range(PIPELINE_WINDOW // per_topic + 2)]
+    for t in topics:
+        zk.create_topic_assignment(t, None, {p: [0, 1] for p in range(per_topic)})
+    tps = [TopicPartition(t, p) for t in topics for p in range(per_topic)]
+    assert len(tps) > PIPELINE_WINDOW
+    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(tp.partition % 2, 0, (0, 1)), epoch) for tp in tps}
+    first = tps[0]
+    assert zk.create_topic_partition_states({first: states[first]}, epoch_zk_version) == {first: None}
+    created = zk.create_topic_partition_states(states, epoch_zk_version)
+    assert isinstance(created[first], NodeExistsError)
+    assert all(created[tp] is None for tp in tps[1:])
+    missing = TopicPartition(topics[0], per_topic + 7)
+    read = zk.get_topic_partition_states([*tps, missing])
+    assert read == states
+
+    # One partition's leader changed its ISR meanwhile; one state znode is gone.
+    changed, gone = tps[1], tps[-1]
+    assert zk.conditional_update_path(
+        f"/brokers/topics/{changed.topic}/partitions/{changed.partition}/state",
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}',
+        0,
+    ) == (True, 1)
+    zk.delete_path(f"/brokers/topics/{gone.topic}/partitions/{gone.partition}/state")
+    new = {tp: LeaderAndIsr(1, 1, (1,), 0) for tp in tps}
+    result = zk.update_leader_and_isr(new, epoch, epoch_zk_version)
+    assert result.to_retry == [changed]
+    assert isinstance(result.finished[gone], Exception)
+    assert {tp: lai for tp, lai in result.finished.items() if tp != gone} == {
+        tp: LeaderAndIsr(1, 1, (1,), 1) for tp in tps if tp not in (changed, gone)
+    }
+    with pytest.raises(ControllerMovedException):
+        zk.update_leader_and_isr(
+            {tp: LeaderAndIsr(0, 2, (0,), 1) for tp in tps[2:]}, epoch, epoch_zk_version + 1
+        )
+    with pytest.raises(ControllerMovedException):
+        zk.create_topic_partition_states({missing: states[first]}, epoch_zk_version + 1)
+    assert zk.get_topic_partition_state(tps[2]) == LeaderIsrAndControllerEpoch(
+        LeaderAndIsr(1, 1, (1,), 1), epoch
+    )
+
+
+def test_bulk_reads_survive_a_dropped_connection(zk: KafkaZkClient) -> None:
+    """A connection lost with a pipeline in flight: the cut-short requests are redone one by
+    one under the retry policy, and every read still answers."""
+    zk.create_topic_assignment("drop", None, {p: [0] for p in range(200)})
+    tps = [TopicPartition("drop", p) for p in range(200)]
+    states = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0,)), 1) for tp in tps}
+    zk.create_topic_partition_states(states)
+    done = threading.Event()
+
+    def drop_connection() -> None:
+        # kazoo reconnects within the same session after its socket is closed under it.
+        while not done.is_set():
+            conn = zk.kazoo._connection
+            sock = getattr(conn, "_socket", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                return
+            time.sleep(0.001)
+
+    dropper = threading.Thread(target=drop_connection)
+    dropper.start()
+    try:
+        for _ in range(3):
+            assert zk.get_topic_partition_states(tps) == states
+    finally:
+        done.set()
+        dropper.join(5)
 
 
 # -- deletion, configs, notifications ---------------------------------------------------------

@@ -320,6 +320,8 @@ def _respond(
     if replica_id >= 0:
         return response  # followers are bounded by the replication quotas instead
     quota = apis.client_quotas.fetch
+    if not (quota.enabled or request.loop_start_ns or request.loop_ns):
+        return response  # no bandwidth or request quota applies: nothing to record
     user, client_id = apis.quota_user(request), request.header.client_id or ""
     size = fetch_codec.total_size(response) if quota.enabled else 0
     bandwidth_ms = quota.record_and_get_throttle_time_ms(user, client_id, size) if size else 0

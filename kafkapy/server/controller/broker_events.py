@@ -258,7 +258,8 @@ class BrokerEvents:
             and not ctx.is_topic_queued_up_for_deletion(tp.topic)
         ]
         led = [tp for tp in to_act_on if ctx.partition_leadership_info[tp].leader_and_isr.leader == broker_id]
-        followed = [tp for tp in to_act_on if tp not in set(led)]
+        led_set = set(led)  # built once: a per-item set(led) made this quadratic
+        followed = [tp for tp in to_act_on if tp not in led_set]
         self._partition_state_machine.handle_state_changes(
             led, PartitionState.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN
         )

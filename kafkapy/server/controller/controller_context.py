@@ -72,8 +72,13 @@ class ControllerContext:
     def is_replica_online(
         self, broker_id: int, partition: TopicPartition, include_shutting_down: bool = False
     ) -> bool:
-        live = self.live_or_shutting_down_broker_ids if include_shutting_down else self.live_broker_ids
-        return broker_id in live and partition not in self.replicas_on_offline_dirs.get(broker_id, ())
+        # Asked per replica (hundreds of thousands of times on a failover): no sets built here.
+        if broker_id not in self.live_brokers:
+            return False
+        if not include_shutting_down and broker_id in self.shutting_down_broker_ids:
+            return False
+        offline = self.replicas_on_offline_dirs.get(broker_id)
+        return offline is None or partition not in offline
 
     # --- topics and assignments ------------------------------------------------------------------
 

@@ -155,14 +155,15 @@ class PartitionStateMachine:
                     )
                     states[tp] = P.ONLINE
         else:
+            trace = log.trace_enabled()
             for tp in valid:
                 if target is P.NEW:
                     replicas = ",".join(map(str, self.context.partition_replica_assignment(tp)))
                     log.info(
                         f"Changed partition {tp} state from {states[tp]} to {target} with assigned replicas {replicas}"
                     )
-                else:
-                    log.info(f"Changed partition {tp} state from {states[tp]} to {target}")
+                elif trace:  # Offline and NonExistent: Kafka's TRACE
+                    log.trace(f"Changed partition {tp} state from {states[tp]} to {target}")
                 states[tp] = target
                 if target is P.NON_EXISTENT:
                     # Forget the partition entirely; the topic is going away.

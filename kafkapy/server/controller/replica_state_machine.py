@@ -120,11 +120,15 @@ class ReplicaStateMachine:
                     ),
                 )
 
+        # One line per replica: Kafka's TRACE, built only when someone reads it.
+        trace = log.trace_enabled()
+
         def changed(replica: PartitionAndReplica) -> None:
-            log.info(
-                f"Changed state of replica {replica_id} for partition {replica.topic_partition} "
-                f"from {states[replica]} to {target}"
-            )
+            if trace:
+                log.trace(
+                    f"Changed state of replica {replica_id} for partition {replica.topic_partition} "
+                    f"from {states[replica]} to {target}"
+                )
             states[replica] = target
 
         if target is R.NEW:
@@ -196,9 +200,10 @@ class ReplicaStateMachine:
                         tuple(r for r in a.removing_replicas if r != replica_id),
                     ),
                 )
-                log.info(
-                    f"Changed state of replica {replica_id} for partition {tp} from {states[replica]} to {target}"
-                )
+                if trace:
+                    log.trace(
+                        f"Changed state of replica {replica_id} for partition {tp} from {states[replica]} to {target}"
+                    )
                 del states[replica]
 
     def _to_offline(
@@ -215,11 +220,13 @@ class ReplicaStateMachine:
         ]
         without_leader = [r for r in valid if r.topic_partition not in self.context.partition_leadership_info]
         updated = self._remove_replica_from_isr(replica_id, with_leader)
+        trace = log.trace_enabled()
         for tp, state in updated.items():
-            log.info(
-                f"Partition {tp} state changed to {describe(state.leader_and_isr)} after removing replica "
-                f"{replica_id} from the ISR as part of transition to {R.OFFLINE}"
-            )
+            if trace:
+                log.trace(
+                    f"Partition {tp} state changed to {describe(state.leader_and_isr)} after removing replica "
+                    f"{replica_id} from the ISR as part of transition to {R.OFFLINE}"
+                )
             if not self.context.is_topic_queued_up_for_deletion(tp.topic):
                 recipients = [r for r in self.context.partition_replica_assignment(tp) if r != replica_id]
                 self.batch.add_leader_and_isr_request_for_brokers(

@@ -82,10 +82,8 @@ class ZkControllerStore:
 
     def get_unclean_leader_election_enabled(self, topics: Iterable[str], default: bool) -> dict[str, bool]:
         result = {}
-        for topic in topics:
-            value = self.client.get_entity_configs(ConfigType.TOPIC, topic).get(
-                UNCLEAN_LEADER_ELECTION_ENABLE
-            )
+        for topic, configs in self.client.get_entity_configs_many(ConfigType.TOPIC, topics).items():
+            value = configs.get(UNCLEAN_LEADER_ELECTION_ENABLE)
             result[topic] = default if value is None else str(value).strip().lower() == "true"
         return result
 

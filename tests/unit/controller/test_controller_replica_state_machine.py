@@ -1,5 +1,7 @@
 """ReplicaStateMachine against an in-memory ZooKeeper."""
 
+import logging
+
 from controller_fakes import FakeZk, assign, make_batch, make_context
 
 from kafkapy.protocol.constants import NO_LEADER
@@ -106,3 +108,18 @@ def test_startup_marks_replicas_on_dead_brokers_offline():
     rsm.startup()
     assert ctx.replica_states == {PartitionAndReplica(tp, 0): R.ONLINE, PartitionAndReplica(tp, 1): R.OFFLINE}
     assert zk.states[tp].leader_and_isr.isr == (0,)
+
+
+def test_replica_transitions_are_logged_at_trace_only(caplog):
+    """Kafka logs each replica's transition at TRACE: an INFO state-change.log stays one line per
+    request, not one per replica (10k partitions make 30k of them per election)."""
+    ctx, zk, rsm, _ = setup()
+    [tp] = assign(ctx, "t", {0: [1, 2]})
+    replicas = [PartitionAndReplica(tp, 1), PartitionAndReplica(tp, 2)]
+    with caplog.at_level(logging.INFO, logger="state.change.logger"):
+        rsm.handle_state_changes(replicas, R.NEW)
+    assert not [r for r in caplog.records if "Changed state of replica" in r.getMessage()]
+    with caplog.at_level(logging.DEBUG, logger="state.change.logger"):
+        rsm.handle_state_changes(replicas, R.ONLINE)
+    lines = [r for r in caplog.records if "Changed state of replica" in r.getMessage()]
+    assert len(lines) == 2 and all(r.levelno == logging.DEBUG for r in lines)
