@@ -21,6 +21,7 @@ from kafkapy.protocol.generated.leader_and_isr_request import (
 )
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
+from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_fetcher_thread import InitialFetchState
 from kafkapy.server.replica_manager import ProduceResult, ReplicaManager
 
@@ -249,3 +250,30 @@ def test_out_of_range_follower_fetch_does_not_move_the_follower(tmp_path: Path) 
     assert result.error_code == 1  # OFFSET_OUT_OF_RANGE
     p = rm.partitions[TP]
     assert p.remote_replicas[2].log_end_offset == -1 and p.pending_isr is None
+
+
+def test_an_unchanged_leader_and_isr_leaves_the_waiting_operations_unchecked(tmp_path: Path) -> None:
+    """A new controller resends every partition's state unchanged; checking the watchers of
+    each (a follower's parked fetch covers thousands of partitions) was quadratic."""
+
+    async def scenario() -> None:
+        rm, _ = replica_manager(tmp_path)
+        rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
+        checks: list[int] = []
+
+        def can_complete() -> bool:
+            checks.append(1)
+            return False
+
+        op = DelayedOperation(can_complete)
+        rm.fetch_purgatory.try_complete_else_watch(op, [TP], 30_000)
+        assert len(checks) == 1
+        rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1, 2]), {TP.topic: LogConfig()})
+        assert len(checks) == 1 and not op.rechecked
+        rm.become_leader_or_follower(leader_and_isr(0, 1, [0, 1], partition_epoch=1), {TP.topic: LogConfig()})
+        assert len(checks) == 2 and op.rechecked
+        rm.become_leader_or_follower(leader_and_isr(1, 2, [0, 1]), {TP.topic: LogConfig()})
+        assert len(checks) == 3
+        op.force_complete(False)
+
+    asyncio.run(scenario())
