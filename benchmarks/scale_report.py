@@ -140,6 +140,15 @@ def table(doc: dict[str, Any]) -> str:
             f" load average before {_load(run.get('load_avg_before'))},"
             f" Python loop {env.get('python_loop_ms', '?')} ms"
         )
+        loads = [
+            f"{step} {_load(figures['load_avg'])}"
+            for step, figures in run.get("steps", {}).items()
+            if "load_avg" in figures
+        ]
+        if loads:
+            # The machine is shared: each figure is only as good as the load it was taken under.
+            notes.append("  - load average after each step: " + "; ".join(loads))
+        notes.extend(f"  - {note}" for note in run.get("notes", []))
         for step, figures in run.get("steps", {}).items():
             if "timeout" in figures or "error" in figures or "skipped" in figures:
                 what = figures.get("timeout") or figures.get("error") or figures.get("skipped")

@@ -20,7 +20,15 @@ from benchmarks.brokers import RunningBroker
 from benchmarks.common import Window, throughput
 from benchmarks.produce import produce
 from benchmarks.scale_cluster import ScaleCluster, StepTimeout
-from benchmarks.scale_probe import controller_in_zk, cpu_seconds, open_files, registered, rss_mb, threads
+from benchmarks.scale_probe import (
+    MetadataView,
+    controller_in_zk,
+    cpu_seconds,
+    open_files,
+    registered,
+    rss_mb,
+    threads,
+)
 from kafkapy.client.admin import AdminClient as KafkapyAdmin
 from kafkapy.client.admin import NewTopic as KafkapyNewTopic
 
@@ -191,8 +199,19 @@ def shutdown(sc: ScaleCluster, partitions: int) -> Figures:
     broker's Metadata names it leader of nothing) and to process exit; then its restart."""
     controller = sc.controller()
     victim = sc.other_than(controller)
-    before = sc.metadata(controller).led_by.get(victim, 0)
     timeout = _timeout(partitions, 60, 30)
+    # The controller may still be busy from the step before (at 10k a failover's LeaderAndIsr
+    # kept a broker's loop from answering for over 30 s): poll, as the later waits do.
+    views: list[MetadataView] = []
+
+    def answered() -> bool:
+        view = sc.try_metadata(controller)
+        if view is not None:
+            views.append(view)
+        return view is not None
+
+    sc.wait("shutdown: the controller answering Metadata", time.monotonic(), answered, timeout)
+    before = views[-1].led_by.get(victim, 0)
     started, watcher, exited = sc.signal_and_watch_exit(victim, signal.SIGTERM)
 
     def moved() -> bool:

@@ -34,3 +34,13 @@ def test_markdown_block_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:
     text = md.read_text()
     assert text.startswith("# B\n\nkeep me\n")
     assert text.count("## Scale") == 1 and text.count(scale_report.BEGIN) == 1
+
+
+def test_notes_name_each_steps_load_and_the_runs_own_notes() -> None:
+    doc = _doc()
+    run = doc["runs"]["1000"]
+    run["steps"]["create"]["load_avg"] = [10.0, 8.25, 6.0]
+    run["notes"] = ["startup: from a second run"]
+    text = scale_report.table(doc)
+    assert "  - load average after each step: create 10.0/8.2/6.0" in text
+    assert "  - startup: from a second run" in text
