@@ -55,7 +55,7 @@ from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitio
 from kafkapy.server.isr_manager import IsrManager
 from kafkapy.server.log_dir_failure_handler import LogDirFailureHandler
 from kafkapy.server.metrics.meters import BrokerTopicStats
-from kafkapy.server.partition import Partition
+from kafkapy.server.partition import Partition, now_ms
 from kafkapy.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkapy.server.replica_fetcher_manager import ReplicaFetcherManager
 from kafkapy.server.replica_fetcher_thread import (
@@ -500,6 +500,9 @@ class ReplicaManager:
         quota = self.leader_quota if replica_id >= 0 and self.leader_quota is not None else None
         if quota is not None and not quota.any_throttled:
             quota = None
+        follower_update = replica_id >= 0 and update_follower_state
+        read_committed = isolation_level == READ_COMMITTED and replica_id < 0
+        at_ms = now_ms()  # one clock reading for the whole fetch, as Kafka's fetchTimeMs
         for tp, offset, part_max, current_leader_epoch in partitions:
             res = FetchResult()
             results[tp] = res
@@ -510,24 +513,32 @@ class ReplicaManager:
                 res.high_watermark = hw
                 lso = res.last_stable_offset = the_log.last_stable_offset
                 res.log_start_offset = the_log.log_start_offset
-                # Consumers read up to the high watermark, read_committed ones up to the LSO.
-                max_offset = None if replica_id >= 0 else lso if isolation_level == READ_COMMITTED else hw
-                info = the_log.read(offset, min(part_max, max(remaining, 0)), max_offset, min_one)
-                if isolation_level == READ_COMMITTED and replica_id < 0:
-                    res.aborted_transactions = (
-                        [
-                            (t.producer_id, t.first_offset)
-                            for t in the_log.collect_aborted_transactions(offset, lso)
-                        ]
-                        if info.records
-                        else []
-                    )
-                if replica_id >= 0 and update_follower_state:
+                failures = the_log.failure_channel
+                if offset == the_log.log_end_offset and (failures is None or not failures.offline_dirs):
+                    # Nothing to read (Log.read would answer empty; with a failed dir it checks
+                    # the log): most partitions of a follower's fetch session, on every fetch,
+                    # so skip the read's lock and allocations.
+                    if read_committed:
+                        res.aborted_transactions = []
+                else:
+                    # Consumers read up to the high watermark, read_committed ones up to the LSO.
+                    max_offset = None if replica_id >= 0 else lso if read_committed else hw
+                    info = the_log.read(offset, min(part_max, max(remaining, 0)), max_offset, min_one)
+                    if read_committed:
+                        res.aborted_transactions = (
+                            [
+                                (t.producer_id, t.first_offset)
+                                for t in the_log.collect_aborted_transactions(offset, lso)
+                            ]
+                            if info.records
+                            else []
+                        )
+                    res.records = list(info.records)
+                    res.size = sum(r.length for r in res.records)
+                if follower_update:
                     # Only a fetch the log could serve says where the follower is (an
                     # out-of-range offset must not count as caught up).
-                    self._update_follower(partition, replica_id, offset)
-                res.records = list(info.records)
-                res.size = sum(r.length for r in res.records)
+                    self._update_follower(partition, replica_id, offset, at_ms)
                 if (
                     quota is not None
                     and quota.is_throttled(tp)
@@ -605,8 +616,8 @@ class ReplicaManager:
 
     # -- replication ----------------------------------------------------------------------------
 
-    def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
-        hw_moved, expanded_isr = partition.update_follower_fetch_state(replica_id, fetch_offset)
+    def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int, at_ms: int) -> None:
+        hw_moved, expanded_isr = partition.update_follower_fetch_state(replica_id, fetch_offset, at_ms)
         if expanded_isr is not None:
             self.isr_manager.maybe_expand_isr(partition, expanded_isr)
         if hw_moved:
