@@ -197,6 +197,9 @@ class ReplicaManager:
             ll.broker_id: BrokerEndPoint(ll.broker_id, ll.host_name, ll.port) for ll in request.live_leaders
         }
         new_fetches: dict[TopicPartition, InitialFetchState] = {}
+        # Partitions whose waiting requests are checked once all states are applied (nothing
+        # else runs on the loop meanwhile), each waiting request once for all of them.
+        touched: list[TopicPartition] = []
         topics_out = []
         for ts in request.topic_states:
             topic_id = ts.topic_id  # the codec yields uuid.UUID, the zero UUID when absent
@@ -205,7 +208,7 @@ class ReplicaManager:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
                 try:
                     code = self._apply_partition_state(
-                        tp, ps, request, topic_id, topic_configs[ts.topic_name], leaders, new_fetches
+                        tp, ps, request, topic_id, topic_configs[ts.topic_name], leaders, new_fetches, touched
                     )
                 except KafkaError as e:
                     code = e.code
@@ -220,6 +223,7 @@ class ReplicaManager:
                     # (Kafka's becomeLeaderOrFollower starts its ReplicaAlterLogDirsThread here).
                     self.log_manager.moves.resume(tp, self.partitions[tp].log, future)
             topics_out.append(LeaderAndIsrTopicError(topic_id=topic_id, partition_errors=errors))
+        self._complete_delayed_all(touched)
         if new_fetches:
             self.fetcher_manager.add_fetcher_for_partitions(new_fetches)
         self.fetcher_manager.shutdown_idle_fetcher_threads()
@@ -270,6 +274,7 @@ class ReplicaManager:
         config: Any,
         leaders: dict[int, BrokerEndPoint],
         new_fetches: dict[TopicPartition, InitialFetchState],
+        touched: list[TopicPartition],
     ) -> int:
         if tp in self.offline_partitions:
             state_change_log.warning(
@@ -301,7 +306,7 @@ class ReplicaManager:
             partition.make_leader(ps, request.controller_epoch, topic_id)
             # A shrunken ISR or a new epoch can satisfy (or fail) acks=all produces and fetches
             # waiting here: answer them now, not at their timeout (Kafka's makeLeader does too).
-            self._complete_delayed(tp)
+            touched.append(tp)
             role = "leader"
         else:
             restart = partition.is_leader or (partition.leader_id, partition.leader_epoch) != (
@@ -312,7 +317,7 @@ class ReplicaManager:
                 self.fetcher_manager.remove_fetcher_for_partitions([tp])
             partition.make_follower(ps, request.controller_epoch, topic_id)
             # Requests waiting for this partition as leader answer now (NOT_LEADER_OR_FOLLOWER).
-            self._complete_delayed(tp)
+            touched.append(tp)
             role = "follower"
             leader = leaders.get(ps.leader)
             if restart and leader is not None:
@@ -348,6 +353,7 @@ class ReplicaManager:
             for ts in request.topic_states
             for ps in ts.partition_states
         )
+        stopped: list[TopicPartition] = []
         for ts in request.topic_states:
             for ps in ts.partition_states:
                 tp = TopicPartition(ts.topic_name, ps.partition_index)
@@ -365,10 +371,11 @@ class ReplicaManager:
                 state_change_log.info(
                     "[Broker id=%d] Stopped replica %s (delete=%s)", self.broker_id, tp, ps.delete_partition
                 )
-                self._complete_delayed(tp)
+                stopped.append(tp)
                 out.append(
                     StopReplicaPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=0)
                 )
+        self._complete_delayed_all(stopped)
         self.fetcher_manager.shutdown_idle_fetcher_threads()
         # A topic this broker no longer hosts loses its BrokerTopicMetrics, as in Kafka (the
         # all-topics counters keep what it counted).
@@ -682,6 +689,13 @@ class ReplicaManager:
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
         self.delete_records_purgatory.check_and_complete(tp)
+
+    def _complete_delayed_all(self, tps: list[TopicPartition]) -> None:
+        """`_complete_delayed` for many partitions, each waiting request checked once."""
+        if tps:
+            self.produce_purgatory.check_and_complete_all(tps)
+            self.fetch_purgatory.check_and_complete_all(tps)
+            self.delete_records_purgatory.check_and_complete_all(tps)
 
     def _leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
