@@ -209,3 +209,17 @@ def test_checkpoint_write_of_unchanged_entries_is_skipped(
     file.path = str(moved / LEADER_EPOCH_CHECKPOINT)  # a log-dir move points the file elsewhere
     file.write([EpochEntry(1, 0), EpochEntry(2, 5)])
     assert LeaderEpochCheckpointFile(file.path).read() == [EpochEntry(1, 0), EpochEntry(2, 5)]
+
+
+def test_a_renamed_log_writes_its_checkpoint_in_the_new_directory(tmp_path: Path) -> None:
+    """Topic deletion and log-dir moves rename the directory: later epochs must not go to the old
+    path (the write would fail there and fail the whole log dir)."""
+    log = Log(str(tmp_path / "t-0"), LogConfig())
+    log.append_as_leader(records(2), leader_epoch=1)
+    log.rename_dir(str(tmp_path / "t-0.moved"))
+    log.append_as_leader(records(1), leader_epoch=2)
+    log.leader_epoch_cache.flush()
+    assert not (tmp_path / "t-0").exists()
+    written = LeaderEpochCheckpointFile(str(tmp_path / "t-0.moved" / LEADER_EPOCH_CHECKPOINT)).read()
+    assert written == [EpochEntry(1, 0), EpochEntry(2, 2)]
+    log.close()
