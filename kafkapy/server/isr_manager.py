@@ -11,8 +11,10 @@ Successful changes are batched into /isr_change_notification like Kafka's isr-ch
 task: every 2.5 s, once no change came for 5 s or the last notification is 60 s old, so that
 a burst of ISR changes costs the controller one UpdateMetadata round.
 
-Runs on the event loop; the ZooKeeper calls run in the default executor and their results come
-back to the loop, where the Partition is updated.
+Runs on the event loop; the ZooKeeper calls run on the manager's own few threads (not the
+broker's shared executor: a follower catching up on thousands of partitions queues thousands
+of ISR writes, which must not hold back LeaderAndIsr's and the log tasks' executor steps) and
+their results come back to the loop, where the Partition is updated.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
@@ -33,6 +36,8 @@ log = logging.getLogger("kafkapy.server.IsrManager")
 ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5000
 ISR_CHANGE_PROPAGATION_INTERVAL_MS = 60000
 ISR_CHANGE_PROPAGATION_CHECK_MS = 2500
+# ZooKeeper writes of ISR changes in flight at once (each is one round trip, mostly waiting).
+ISR_WRITE_THREADS = 4
 
 
 def write_isr(zk: Any, tp: TopicPartition, leader_and_isr: LeaderAndIsr, controller_epoch: int) -> int | None:
@@ -78,6 +83,7 @@ class IsrManager:
         self._last_propagation_ms = now_ms()
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: set[asyncio.Future[Any]] = set()
+        self._executor = ThreadPoolExecutor(ISR_WRITE_THREADS, thread_name_prefix="isr-update")
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -103,6 +109,7 @@ class IsrManager:
         self._tasks.clear()
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=5)
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def _every(self, name: str, interval_ms: float, fn: Callable[[], Any]) -> None:
         while True:
@@ -153,7 +160,7 @@ class IsrManager:
         lai = LeaderAndIsr(p.leader_id, p.leader_epoch, tuple(sorted(new_isr)), p.partition_epoch)
         controller_epoch = p.controller_epoch
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(None, write_isr, self._zk(), p.tp, lai, controller_epoch)
+        fut = loop.run_in_executor(self._executor, write_isr, self._zk(), p.tp, lai, controller_epoch)
         self._inflight.add(fut)
         fut.add_done_callback(lambda f: self._written(p, new_isr, lai, f))
         return fut
@@ -215,7 +222,9 @@ class IsrManager:
         zk = self._zk()
         partitions = [ZkTopicPartition(tp.topic, tp.partition) for tp in changes]
         try:
-            await asyncio.get_running_loop().run_in_executor(None, zk.propagate_isr_changes, partitions)
+            await asyncio.get_running_loop().run_in_executor(
+                self._executor, zk.propagate_isr_changes, partitions
+            )
         except Exception as e:
             log.warning("Failed to propagate ISR changes for %s: %s; retrying", changes, e)
             self._isr_changes.update(changes)

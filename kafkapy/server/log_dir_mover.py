@@ -121,9 +121,6 @@ def _adopt(current: Log, future: Log, final_dir: str) -> tuple[str, list[LogSegm
     future.flush()
     future.leader_epoch_cache.flush()
     future.rename_dir(final_dir)
-    future.leader_epoch_cache.checkpoint.path = os.path.join(
-        final_dir, os.path.basename(future.leader_epoch_cache.checkpoint.path)
-    )
     old_dir, old_segments = current.dir, list(current._segments.values())
     doomed = os.path.join(
         os.path.dirname(old_dir), f"{os.path.basename(old_dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
@@ -250,7 +247,7 @@ class LogDirMover(threading.Thread):
     def _schedule_delete(self, doomed: str, retired: list[LogSegment]) -> None:
         def delete() -> None:
             for segment in retired:
-                segment.close()
+                segment.close_handlers()  # their files are about to go: nothing to write
             shutil.rmtree(doomed, ignore_errors=True)
 
         timer = threading.Timer(self._delete_delay_s, delete)

@@ -2,6 +2,11 @@
 
 Metadata, FindCoordinator and DescribeCluster answer from here, never from ZooKeeper, exactly
 as Kafka brokers do: the controller is the single writer of cluster metadata.
+
+UpdateMetadata is applied incrementally (only the partitions it names change), and the Metadata
+answer of each topic, once built for a listener, is kept until an UpdateMetadata names the topic
+or changes the live brokers: an all-topics request on a broker with 10k partitions then copies
+cached parts instead of building 10k partition entries per request.
 """
 
 from __future__ import annotations
@@ -9,13 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kafkapy.protocol.constants import LEADER_DURING_DELETE, ZERO_UUID
+from kafkapy.protocol.generated.metadata_response import MetadataResponseTopic
 from kafkapy.protocol.generated.update_metadata_request import UpdateMetadataRequest
 
 log = logging.getLogger("kafkapy.server.MetadataCache")
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,8 @@ class MetadataCache:
         self.topic_names: dict[uuid.UUID, str] = {}
         # Set by the first UpdateMetadata (on the loop): the broker serves clients after it.
         self.initialized = asyncio.Event()
+        # The Metadata handler's built topic entries: {listener: {topic: entry}}.
+        self.topic_entries: TopicEntryCache[MetadataResponseTopic] = TopicEntryCache()
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -58,10 +69,14 @@ class MetadataCache:
                 for e in b.endpoints
             }
             brokers[b.id] = BrokerMetadata(b.id, b.rack, endpoints)
+        if brokers != self.brokers:
+            # Leaders' endpoints and offline replicas are read from the live brokers.
+            self.topic_entries.clear()
         self.brokers = brokers
         deleted: list[tuple[str, int]] = []
         for topic_state in request.topic_states:
             topic = topic_state.topic_name
+            self.topic_entries.invalidate(topic)
             topic_id = topic_state.topic_id  # uuid.UUID from the codec; zero when absent
             if topic_id.int != 0:
                 self.topic_ids[topic] = topic_id
@@ -114,6 +129,29 @@ class MetadataCache:
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self.topic_names.get(topic_id)
+
+
+class TopicEntryCache(Generic[_T]):
+    """Per-listener entries derived from one topic's metadata, dropped when the topic changes."""
+
+    def __init__(self) -> None:
+        self._by_listener: dict[str, dict[str, _T]] = {}
+
+    def get(self, listener: str, topic: str, build: Callable[[], _T]) -> _T:
+        entries = self._by_listener.get(listener)
+        if entries is None:
+            entries = self._by_listener[listener] = {}
+        entry = entries.get(topic)
+        if entry is None:
+            entry = entries[topic] = build()
+        return entry
+
+    def invalidate(self, topic: str) -> None:
+        for entries in self._by_listener.values():
+            entries.pop(topic, None)
+
+    def clear(self) -> None:
+        self._by_listener.clear()
 
 
 _SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}

@@ -15,13 +15,16 @@ from collections.abc import Callable, Hashable, Iterable
 class DelayedOperation:
     """An operation that completes when `can_complete()` holds or after `delay_ms`."""
 
-    __slots__ = ("can_complete", "future", "_timer", "completed")
+    __slots__ = ("can_complete", "future", "_timer", "completed", "rechecked")
 
     def __init__(self, can_complete: Callable[[], bool]) -> None:
         self.can_complete = can_complete
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._timer: asyncio.TimerHandle | None = None
         self.completed = False
+        # Whether something happened to one of its keys while it was watched: an operation that
+        # timed out without it saw no change to what it watches.
+        self.rechecked = False
 
     def force_complete(self, satisfied: bool) -> bool:
         if self.completed:
@@ -64,6 +67,22 @@ class DelayedOperationPurgatory:
             return 0
         done = 0
         for op in list(ops):
+            op.rechecked = True
+            if op.try_complete():
+                done += 1
+        return done
+
+    def check_and_complete_all(self, keys: Iterable[Hashable]) -> int:
+        """`check_and_complete` for many keys at once, trying each operation once: a follower's
+        fetch watches thousands of partitions, and a LeaderAndIsr touching thousands of them
+        would otherwise re-check it once per key (each check a walk over its partitions)."""
+        ops: dict[DelayedOperation, None] = {}
+        for key in keys:
+            for op in self._watchers.get(key, ()):
+                ops[op] = None
+        done = 0
+        for op in ops:
+            op.rechecked = True
             if op.try_complete():
                 done += 1
         return done

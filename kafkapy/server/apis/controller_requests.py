@@ -42,6 +42,7 @@ async def handle_leader_and_isr(
     loop = asyncio.get_running_loop()
     topics = {ts.topic_name for ts in body.topic_states}
     configs = await gather_configs(loop, topics, apis.log_config_for)
+    await loop.run_in_executor(None, apis.replica_manager.create_missing_logs, body, configs)
     response: LeaderAndIsrResponse = apis.replica_manager.become_leader_or_follower(body, configs)
     _update_group_coordinator(apis, body, response)
     _update_transaction_coordinator(apis, body, response)

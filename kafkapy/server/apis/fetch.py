@@ -195,7 +195,7 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
     if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
         return _respond(apis, request, version, context, wanted, replica_id, results)
-    return _delayed(apis, request, version, body, context, wanted, replica_id, isolation, max_bytes)
+    return _delayed(apis, request, version, body, context, wanted, replica_id, isolation, max_bytes, results)
 
 
 def _authorize(apis: KafkaApis, request: Request, wanted: list[_Wanted], replica_id: int) -> None:
@@ -221,14 +221,18 @@ async def _delayed(
     replica_id: int,
     isolation: int,
     max_bytes: int,
+    first_read: dict[TopicPartition, FetchResult],
 ) -> list[Segment]:
     rm = apis.replica_manager
-    keys = [TopicPartition(w.topic, w.partition) for w in wanted if w.topic is not None]
+    # The first read's keys (`_read` answers in `wanted` order), not new TopicPartitions:
+    # thousands of them per follower fetch.
     offsets = {
-        TopicPartition(w.topic, w.partition): (w.offset, w.current_leader_epoch)
-        for w in wanted
-        if w.topic is not None
+        tp: (w.offset, w.current_leader_epoch)
+        for tp, w in zip(
+            first_read, [w for w in wanted if not w.error_code and w.topic is not None], strict=True
+        )
     }
+    keys = list(offsets)
     min_bytes = body.min_bytes
 
     def can_complete() -> bool:
@@ -242,7 +246,14 @@ async def _delayed(
                 return True
         return False
 
-    await rm.fetch_purgatory.try_complete_else_watch(DelayedOperation(can_complete), keys, body.max_wait_ms)
+    op = DelayedOperation(can_complete)
+    satisfied = await rm.fetch_purgatory.try_complete_else_watch(op, keys, body.max_wait_ms)
+    if not satisfied and not op.rechecked and not any(r.records for r in first_read.values()):
+        # The long poll ran out and nothing happened to its partitions meanwhile (appends,
+        # high watermark moves and leadership changes all check the watchers): the first read
+        # still says it all. An idle follower's fetch, covering thousands of partitions, then
+        # costs one read of them instead of two.
+        return _respond(apis, request, version, context, wanted, replica_id, first_read)
     # The request buffer may have been reused while we waited; `wanted` holds plain values.
     # A follower's position was recorded when the request arrived; reading again is not a fetch.
     results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
@@ -309,6 +320,8 @@ def _respond(
     if replica_id >= 0:
         return response  # followers are bounded by the replication quotas instead
     quota = apis.client_quotas.fetch
+    if not (quota.enabled or request.loop_start_ns or request.loop_ns):
+        return response  # no bandwidth or request quota applies: nothing to record
     user, client_id = apis.quota_user(request), request.header.client_id or ""
     size = fetch_codec.total_size(response) if quota.enabled else 0
     bandwidth_ms = quota.record_and_get_throttle_time_ms(user, client_id, size) if size else 0

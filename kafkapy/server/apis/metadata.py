@@ -53,11 +53,18 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> MetadataResponseTopic:
+    """The topic's entry as `listener` sees it; built once per metadata change, so callers must
+    not modify it (copy it first, as `_with_operations` does)."""
+    return apis.metadata_cache.topic_entries.get(listener, topic, lambda: _build_topic(apis, topic, listener))
+
+
+def _build_topic(apis: KafkaApis, topic: str, listener: str) -> MetadataResponseTopic:
     cache = apis.metadata_cache
+    live = set(cache.brokers)
+    reachable = {b for b in live if cache.alive_endpoint(b, listener) is not None}
     partitions = []
     for index, p in sorted(cache.partitions.get(topic, {}).items()):
-        leader_known = p.leader >= 0 and cache.alive_endpoint(p.leader, listener) is not None
-        live = set(cache.brokers)
+        leader_known = p.leader >= 0 and p.leader in reachable
         partitions.append(
             MetadataResponsePartition(
                 error_code=0 if leader_known else LeaderNotAvailableException.code,
@@ -77,6 +84,18 @@ def topic_metadata(apis: KafkaApis, topic: str, listener: str) -> MetadataRespon
         is_internal=topic in INTERNAL_TOPICS,
         partitions=partitions,
         topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _with_operations(entry: MetadataResponseTopic, operations: int) -> MetadataResponseTopic:
+    """A copy of a (shared, cached) topic entry carrying the principal's authorized operations."""
+    return MetadataResponseTopic(
+        error_code=entry.error_code,
+        name=entry.name,
+        topic_id=entry.topic_id,
+        is_internal=entry.is_internal,
+        partitions=entry.partitions,
+        topic_authorized_operations=operations,
     )
 
 
@@ -143,11 +162,12 @@ def handle_metadata(
             else:
                 topics_out.append(_error_topic(name, UnknownTopicOrPartitionException.code))
     if version >= 8 and body.include_topic_authorized_operations:
-        for out in topics_out:
-            if out.error_code != TopicAuthorizationException.code and out.name is not None:
-                out.topic_authorized_operations = authorized_operations(
-                    apis, request, ResourceType.TOPIC, out.name
-                )
+        topics_out = [
+            _with_operations(out, authorized_operations(apis, request, ResourceType.TOPIC, out.name))
+            if out.error_code != TopicAuthorizationException.code and out.name is not None
+            else out
+            for out in topics_out
+        ]
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and body.include_cluster_authorized_operations:
         cluster_operations = (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from kafkapy.common.topic_partition import TopicPartition
@@ -42,6 +43,7 @@ log = logging.getLogger("kafkapy.server.KafkaApis")
 
 _ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
 _TRANSACTIONAL = int(Attr.TRANSACTIONAL)
+_NO_TOPICS: frozenset[str] = frozenset()
 
 
 @handles(ApiKey.PRODUCE, raw=True)
@@ -55,7 +57,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     entries: dict[TopicPartition, Any] = {}
     partition_info = apis.metadata_cache.partition_info
     # Request-level refusals answer every partition with the same error.
-    unauthorized: set[str] = set()
+    unauthorized: AbstractSet[str] = _NO_TOPICS  # shared, not a new set per request
     if acks not in (-1, 0, 1):
         refused = InvalidRequiredAcksException.code
     elif apis.authorizer is not None:
@@ -88,8 +90,6 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
     replica_manager = apis.replica_manager
     if entries:
         results.update(replica_manager.append_records(acks, entries.items()))
-    # Kafka's sizeInBytes: the whole request counts against producer_byte_rate, once.
-    request_size = len(request.buffer)
     if acks == 0:
         if any(r is not None and r.error_code for r in results.values()):
             from kafkapy.protocol.errors import ProtocolError
@@ -97,15 +97,15 @@ def handle_produce(apis: KafkaApis, request: Request) -> bytearray | None | Coro
             raise ProtocolError("acks=0 produce request failed: closing the connection to tell the client")
         if apis.client_quotas.produce.enabled:
             # No response to carry it, but the connection is still muted (no request quota: Kafka's rule).
-            apis.throttle(request, _bandwidth_throttle_ms(apis, request, request_size))
+            apis.throttle(request, _bandwidth_throttle_ms(apis, request))
         return None
     # acks=all waits in purgatory unless the ISR already has it (a single-replica ISR always does).
     if acks == -1 and entries and not replica_manager.try_complete_acks_all(results):
-        return _await_isr(apis, request, req, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
-    return _respond(apis, request, results, request_size)  # type: ignore[arg-type]  # every partition is answered by now
+        return _await_isr(apis, request, req, results)  # type: ignore[arg-type]  # every partition is answered by now
+    return _respond(apis, request, results)  # type: ignore[arg-type]  # every partition is answered by now
 
 
-def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[str]]:
+def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, AbstractSet[str]]:
     """(whole-request error, topics without Write)."""
     transactional = False
     for _, partitions in req.topics:
@@ -122,7 +122,7 @@ def _authorize(apis: KafkaApis, request: Request, req: Any) -> tuple[int, set[st
         req.transactional_id is None
         or not authorize(apis, request, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)
     ):
-        return TransactionalIdAuthorizationException.code, set()
+        return TransactionalIdAuthorizationException.code, _NO_TOPICS
     topics = {topic for topic, _ in req.topics}
     return 0, topics - filter_authorized(apis, request, Operation.WRITE, ResourceType.TOPIC, topics)
 
@@ -132,30 +132,37 @@ async def _await_isr(
     request: Request,
     req: produce_codec.ProduceRequest,
     results: dict[TopicPartition, ProduceResult],
-    request_size: int,
 ) -> bytearray:
     await apis.replica_manager.await_isr(results, req.timeout_ms)
-    return _respond(apis, request, results, request_size)
+    return _respond(apis, request, results)
 
 
-def _bandwidth_throttle_ms(apis: KafkaApis, request: Request, request_size: int) -> int:
+def _bandwidth_throttle_ms(apis: KafkaApis, request: Request) -> int:
+    # Kafka's sizeInBytes: the whole request counts against producer_byte_rate, once.
     return apis.client_quotas.produce.record_and_get_throttle_time_ms(
-        apis.quota_user(request), request.header.client_id or "", request_size
+        apis.quota_user(request), request.header.client_id or "", len(request.buffer)
     )
 
 
-def _respond(
-    apis: KafkaApis, request: Request, results: dict[TopicPartition, ProduceResult], request_size: int
-) -> bytearray:
-    header = request.header
-    throttle_ms = 0
-    # Two attribute checks when no quota applies: this runs for every produce answer.
-    if apis.client_quotas.produce.enabled:
-        throttle_ms = _bandwidth_throttle_ms(apis, request, request_size)
+def _throttle_ms(apis: KafkaApis, request: Request) -> int:
+    """Record the request against the producer byte-rate and request quotas that apply; the
+    connection is throttled for the longer of the two throttle times (also the one answered)."""
+    throttle_ms = _bandwidth_throttle_ms(apis, request) if apis.client_quotas.produce.enabled else 0
     if request.loop_start_ns or request.loop_ns:
         throttle_ms = max(throttle_ms, apis.request_throttle_time_ms(request))
     if throttle_ms:
         apis.throttle(request, throttle_ms)
+    return throttle_ms
+
+
+def _respond(apis: KafkaApis, request: Request, results: dict[TopicPartition, ProduceResult]) -> bytearray:
+    header = request.header
+    # A few attribute checks when no quota applies: this runs for every produce answer.
+    throttle_ms = (
+        _throttle_ms(apis, request)
+        if request.loop_start_ns or request.loop_ns or apis.client_quotas.produce.enabled
+        else 0
+    )
     topics: list[tuple[str, list[tuple[Any, ...]]]] = []
     rows: list[tuple[Any, ...]] = []
     current = None

@@ -5,6 +5,11 @@ The base class owns the file, the mapping and the search; subclasses declare the
 is preallocated to `max_index_size` rounded down to a whole number of entries, and trimmed to
 its entries when the segment stops being active or the log is closed, so a trimmed file's
 length tells how many entries it holds.
+
+A broker hosts thousands of segments, most of them never read: like Kafka's LazyIndex, an index
+is mapped on first use (its length alone tells how many entries it has) and holds no file
+descriptor until then, so idle partitions cost one descriptor (their .log), not three (the
+process limit is often 20k). A mapped index holds one: CPython's mmap keeps a dup of the file's.
 """
 
 from __future__ import annotations
@@ -39,14 +44,24 @@ class AbstractIndex:
         # appends run on the owner's thread under the log's lock.
         self._lock = threading.Lock()
         entry_size = self.ENTRY.size
-        new_file = not os.path.exists(path) or os.path.getsize(path) == 0
-        self._fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CREAT, 0o644)
-        length = os.fstat(self._fd).st_size
+        try:
+            length = os.stat(path).st_size
+        except FileNotFoundError:
+            length = 0
+        new_file = length == 0
         if new_file and writable:
             length = max_index_size - max_index_size % entry_size
-            os.ftruncate(self._fd, length)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                os.ftruncate(fd, length)
+            finally:
+                os.close(fd)
+        elif new_file:
+            os.close(os.open(path, os.O_RDONLY | os.O_CREAT, 0o644))
         self._length = length
-        self._mm: mmap.mmap | None = self._map(length)
+        # Mapped by `_mapped()` on first use; None again once closed.
+        self._mm: mmap.mmap | None = None
+        self._closed = False
         # A new file has no entries; an existing one was trimmed to its entries when closed.
         self._entries = 0 if new_file else length // entry_size
         self.max_index_size = max_index_size
@@ -64,19 +79,64 @@ class AbstractIndex:
     # -- file and mapping -----------------------------------------------------------------------
 
     def _map(self, length: int) -> mmap.mmap | None:
-        if length == 0:
-            return None  # mmap refuses empty files
-        access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-        return mmap.mmap(self._fd, length, access=access)
+        """Map the file's first `length` bytes, resizing the file to them first if writable."""
+        if length == 0 and not self.writable:
+            return None
+        fd = os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY)
+        try:
+            if self.writable and os.fstat(fd).st_size != length:
+                os.ftruncate(fd, length)
+            if length == 0:
+                return None  # mmap refuses empty files
+            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+            return mmap.mmap(fd, length, access=access)
+        finally:
+            os.close(fd)
 
-    def _remap(self, length: int) -> None:
+    def _mapped(self) -> mmap.mmap:
+        """The mapping, made on first use (lookups and appends call it before reading slots)."""
+        mm = self._mm
+        if mm is None:
+            with self._lock:
+                if self._mm is None:
+                    if self._closed:
+                        raise ValueError(f"index {self.path} is closed")
+                    self._mm = self._map(self._length)
+                mm = self._mm
+            if mm is None:
+                raise IndexError(f"index {self.path} is empty")
+        return mm
+
+    def unmap(self) -> None:
+        """Drop the mapping of an index only read so far (entries kept; no msync: a written
+        index is flushed first); the next lookup maps the file again."""
         with self._lock:
             if self._mm is not None:
                 self._mm.close()
-            os.ftruncate(self._fd, length)
+                self._mm = None
+
+    @property
+    def is_mapped(self) -> bool:
+        return self._mm is not None
+
+    def _remap(self, length: int) -> None:
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"index {self.path} is closed")
+            was_mapped = self._mm is not None
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
             self._length = length
-            self._mm = self._map(length)
             self._max_entries = length // self.ENTRY.size
+            if was_mapped:
+                self._mm = self._map(length)
+            else:  # an index nobody has read stays unmapped: the resize is all it needs
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, length)
+                finally:
+                    os.close(fd)
 
     def resize(self, new_size: int) -> bool:
         """Resize the file to `new_size` rounded down to whole entries (never below the entries)."""
@@ -100,23 +160,25 @@ class AbstractIndex:
                 self._mm.flush()
 
     def close(self) -> None:
+        if self._closed:
+            return
         self.trim_to_valid_size()
         with self._lock:
             if self._mm is not None:
                 self._mm.close()
                 self._mm = None
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            self._closed = True
 
-    def delete(self) -> None:
+    def close_handler(self) -> None:
+        """Unmap without trimming the file (its dir failed, or is about to be removed)."""
         with self._lock:
             if self._mm is not None:
                 self._mm.close()
                 self._mm = None
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            self._closed = True
+
+    def delete(self) -> None:
+        self.close_handler()
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -145,19 +207,19 @@ class AbstractIndex:
         return self._entries >= self._max_entries
 
     def _entry(self, slot: int) -> tuple[int, ...]:
-        assert self._mm is not None
-        return self.ENTRY.unpack_from(self._mm, slot * self.ENTRY.size)
+        return self.ENTRY.unpack_from(self._mm or self._mapped(), slot * self.ENTRY.size)
 
     def _append_entry(self, *values: int) -> None:
         if self._entries >= self._max_entries:
             raise IndexFullError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
-        assert self._mm is not None
-        self.ENTRY.pack_into(self._mm, self._entries * self.ENTRY.size, *values)
+        self.ENTRY.pack_into(self._mm or self._mapped(), self._entries * self.ENTRY.size, *values)
         self._entries += 1
 
     def _largest_lower_bound_slot(self, target: int) -> int:
         """Slot of the largest entry whose key is <= target, or -1 if there is none."""
         n = self._entries
+        if n and self._mm is None:
+            self._mapped()
         if n == 0 or self._key(0) > target:
             return -1
         lo, hi = 0, n - 1
@@ -172,6 +234,8 @@ class AbstractIndex:
     def _smallest_upper_bound_slot(self, target: int) -> int:
         """Slot of the smallest entry whose key is >= target, or -1 if there is none."""
         n = self._entries
+        if n and self._mm is None:
+            self._mapped()
         if n == 0 or self._key(n - 1) < target:
             return -1
         lo, hi = 0, n - 1

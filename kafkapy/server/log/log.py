@@ -31,7 +31,7 @@ from kafkapy.server.log.fetch_data_info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
-from kafkapy.server.log.io_guard import io_failed, io_guarded
+from kafkapy.server.log.io_guard import check_for_log_dir_failure, io_failed, io_guarded
 from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
@@ -240,7 +240,6 @@ class Log:
 
     # -- append ---------------------------------------------------------------------------------
 
-    @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_leader(
         self,
         records: memoryview | bytes | bytearray,
@@ -255,66 +254,76 @@ class Log:
         the answer carries its original offsets and `duplicate=True`. `from_coordinator`: the
         transaction markers (control batches) a coordinator writes with WriteTxnMarkers.
         """
-        buf = _byte_view(records)
-        with self._lock:
-            config = self.config
-            batches = validate_records(buf, config.max_message_bytes, from_client=not from_coordinator)
-            if not batches:
-                return self._empty_append_info()
-            if "compact" in config.cleanup_policy:
-                check_keys_for_compacted_topic(buf, batches, self.name)
-            idempotent = False
-            for _, header in batches:
-                if header.producer_id >= 0:
-                    idempotent = True
-                    if (
-                        not from_coordinator
-                        and (dup := self.producer_state.find_duplicate(header)) is not None
-                    ):
-                        return LogAppendInfo(
-                            dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
-                            dup.timestamp if config.log_append_time else NO_TIMESTAMP,
-                            self.log_start_offset, dup.last_offset - dup.first_offset + 1, 0, duplicate=True,
-                        )  # fmt: skip
-            now = self._time_ms()
-            log_append_time = config.log_append_time
-            if not log_append_time and config.message_timestamp_difference_max_ms < LONG_MAX:
-                self._check_timestamps(batches, now)
-            if buf.readonly:
-                buf = memoryview(bytearray(buf))
-            first_offset = offset = self._next_offset
-            max_timestamp, offset_of_max_timestamp, num_messages = NO_TIMESTAMP, first_offset, 0
-            assigned = []
-            for position, header in batches:
-                set_base_offset(buf, position, offset, leader_epoch)
-                timestamp = header.max_timestamp
-                if log_append_time:
-                    set_log_append_time(buf, position, header.size, now)
-                    timestamp = now
-                last = offset + header.last_offset_delta
-                if timestamp > max_timestamp:
-                    max_timestamp, offset_of_max_timestamp = timestamp, last
-                if idempotent:
-                    marker = (
-                        parse_control_batch(buf, position) if from_coordinator and header.is_control else None
-                    )
-                    assigned.append((header, offset, marker))
-                num_messages += header.records_count
-                offset = last + 1
-            updates = (
-                self.producer_state.prepare(assigned, check_sequence=not from_coordinator)
-                if idempotent
-                else None
-            )
-            self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
-            if updates is not None:
-                self._commit_producer_state(updates)
-            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
-                self.maybe_assign_epoch_start_offset(leader_epoch, first_offset)
-            return LogAppendInfo(
-                first_offset, offset - 1, max_timestamp, offset_of_max_timestamp,
-                now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
-            )  # fmt: skip
+        # io_guarded, spelled out: this runs for every produced partition, and the decorator's
+        # generic (*args, **kwargs) wrapper was measured at ~0.2 us per call.
+        channel = self.failure_channel
+        if channel is not None and channel.offline_dirs:
+            check_for_log_dir_failure(self)
+        try:
+            buf = _byte_view(records)
+            with self._lock:
+                config = self.config
+                batches = validate_records(buf, config.max_message_bytes, from_client=not from_coordinator)
+                if not batches:
+                    return self._empty_append_info()
+                if "compact" in config.cleanup_policy:
+                    check_keys_for_compacted_topic(buf, batches, self.name)
+                idempotent = False
+                for _, header in batches:
+                    if header.producer_id >= 0:
+                        idempotent = True
+                        if (
+                            not from_coordinator
+                            and (dup := self.producer_state.find_duplicate(header)) is not None
+                        ):
+                            return LogAppendInfo(
+                                dup.first_offset, dup.last_offset, dup.timestamp, dup.last_offset,
+                                dup.timestamp if config.log_append_time else NO_TIMESTAMP,
+                                self.log_start_offset, dup.last_offset - dup.first_offset + 1, 0, duplicate=True,
+                            )  # fmt: skip
+                now = self._time_ms()
+                log_append_time = config.log_append_time
+                if not log_append_time and config.message_timestamp_difference_max_ms < LONG_MAX:
+                    self._check_timestamps(batches, now)
+                if buf.readonly:
+                    buf = memoryview(bytearray(buf))
+                first_offset = offset = self._next_offset
+                max_timestamp, offset_of_max_timestamp, num_messages = NO_TIMESTAMP, first_offset, 0
+                assigned = []
+                for position, header in batches:
+                    set_base_offset(buf, position, offset, leader_epoch)
+                    timestamp = header.max_timestamp
+                    if log_append_time:
+                        set_log_append_time(buf, position, header.size, now)
+                        timestamp = now
+                    last = offset + header.last_offset_delta
+                    if timestamp > max_timestamp:
+                        max_timestamp, offset_of_max_timestamp = timestamp, last
+                    if idempotent:
+                        marker = (
+                            parse_control_batch(buf, position)
+                            if from_coordinator and header.is_control
+                            else None
+                        )
+                        assigned.append((header, offset, marker))
+                    num_messages += header.records_count
+                    offset = last + 1
+                updates = (
+                    self.producer_state.prepare(assigned, check_sequence=not from_coordinator)
+                    if idempotent
+                    else None
+                )
+                self._append(buf, first_offset, offset - 1, max_timestamp, offset_of_max_timestamp, now)
+                if updates is not None:
+                    self._commit_producer_state(updates)
+                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                    self.maybe_assign_epoch_start_offset(leader_epoch, first_offset)
+                return LogAppendInfo(
+                    first_offset, offset - 1, max_timestamp, offset_of_max_timestamp,
+                    now if log_append_time else NO_TIMESTAMP, self.log_start_offset, num_messages, buf.nbytes,
+                )  # fmt: skip
+        except OSError as e:
+            raise io_failed(self, "Error while appending records to {tp} in dir {dir}", e) from e
 
     @io_guarded("Error while appending records to {tp} in dir {dir}")
     def append_as_follower(self, records: memoryview | bytes | bytearray) -> LogAppendInfo:
@@ -762,7 +771,10 @@ class Log:
             self._closed = True
             if not self.leader_epoch_cache.is_empty():
                 self.leader_epoch_cache.flush()  # a write the scheduler had not run yet
-            self.producer_state.take_snapshot(self._next_offset)  # the next start scans nothing
+            if self._next_offset > self.log_start_offset or self.producer_state.producers:
+                # The next start scans nothing. (An empty log without producers has nothing to
+                # keep: like Kafka's, no snapshot, instead of 10k files fsynced at shutdown.)
+                self.producer_state.take_snapshot(self._next_offset)
             for segment in self._segments.values():
                 segment.close()
 
@@ -774,11 +786,7 @@ class Log:
                 return
             self._closed = True
             for segment in self._segments.values():
-                for f in (segment.offset_index, segment.time_index, segment.txn_index, segment.log):
-                    try:
-                        f.close()
-                    except (OSError, ValueError):
-                        pass  # the disk is gone: the descriptor is released either way
+                segment.close_handlers()
 
     def rename_dir(self, new_dir: str) -> None:
         """Move the log's directory (topic deletion renames before deleting), keeping files open."""
@@ -786,6 +794,8 @@ class Log:
             os.rename(self.dir, new_dir)
             self.dir = new_dir
             self.producer_state.update_dir(new_dir)
+            checkpoint = self.leader_epoch_cache.checkpoint
+            checkpoint.path = os.path.join(new_dir, os.path.basename(checkpoint.path))
             for segment in self._segments.values():
                 log_path, index_path, time_index_path = segment_paths(new_dir, segment.base_offset)
                 segment.log.path, segment.offset_index.path, segment.time_index.path = (

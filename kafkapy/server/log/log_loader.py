@@ -41,7 +41,7 @@ from kafkapy.server.log.log_segment import (
     segment_paths,
 )
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
-from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, complete_swaps
+from kafkapy.server.log.segment_swap import CLEANED_SUFFIX, SWAP_SUFFIX, complete_swaps
 from kafkapy.server.log.transaction_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger("kafkapy.log.LogLoader")
@@ -68,9 +68,16 @@ def load_log(
 ) -> LoadedLog:
     prefix = f"[Log partition={os.path.basename(dir_)}, dir={os.path.dirname(dir_)}]"
     base_offsets = _scan_files(dir_, prefix)
+    # After an unclean shutdown the segments from the one holding the recovery point on are
+    # recovered (indexes rebuilt) anyway: checking their indexes first, which are still
+    # preallocated, would map and read 10 MB files for nothing (Kafka skips it too).
+    recovered_from = (
+        max((b for b in base_offsets if b <= recovery_point), default=-1) if not had_clean_shutdown else None
+    )
     segments: SortedDict = SortedDict()
     for base_offset in base_offsets:
-        segments[base_offset] = _open_segment(dir_, base_offset, config, time_ms, prefix)
+        check = recovered_from is None or base_offset < recovered_from
+        segments[base_offset] = _open_segment(dir_, base_offset, config, time_ms, prefix, check)
     if not had_clean_shutdown and segments:
         _recover_unflushed(segments, recovery_point, prefix)
     if not segments:
@@ -88,13 +95,18 @@ def load_log(
 def _scan_files(dir_: str, prefix: str) -> list[int]:
     names = os.listdir(dir_)
     base_offsets: list[int] = []
+    changed = False
     for name in names:
         path = os.path.join(dir_, name)
         if name.endswith(_TEMP_SUFFIXES):
             logger.info("%s Deleting stray temporary file %s", prefix, path)
             os.unlink(path)
-    complete_swaps(dir_, prefix)
-    remaining = set(os.listdir(dir_))
+            changed = True
+    if changed or any(n.endswith(SWAP_SUFFIX) for n in names):
+        complete_swaps(dir_, prefix)
+        names = os.listdir(dir_)
+    # (One listing per log otherwise: start-up after a clean shutdown lists 10k directories.)
+    remaining = set(names)
     for name in sorted(remaining):
         stem, ext = os.path.splitext(name)
         if not stem.isdigit():
@@ -112,7 +124,12 @@ def _scan_files(dir_: str, prefix: str) -> list[int]:
 
 
 def _open_segment(
-    dir_: str, base_offset: int, config: LogConfig, time_ms: Callable[[], int], prefix: str
+    dir_: str,
+    base_offset: int,
+    config: LogConfig,
+    time_ms: Callable[[], int],
+    prefix: str,
+    check: bool = True,
 ) -> LogSegment:
     log_path, index_path, time_index_path = segment_paths(dir_, base_offset)
     missing = [p for p in (index_path, time_index_path) if not os.path.exists(p)]
@@ -120,11 +137,15 @@ def _open_segment(
     reason = ""
     if missing:
         reason = f"Could not find index file(s) {', '.join(missing)} corresponding to log file {log_path}"
-    else:
+    elif check:
         try:
             segment.sanity_check()
         except CorruptIndexException as e:
             reason = f"Found a corrupted index file corresponding to log file {log_path} due to {e}"
+        else:
+            # The check read the last entries; the files stay unmapped until a lookup needs them.
+            segment.offset_index.unmap()
+            segment.time_index.unmap()
     if reason:
         logger.warning("%s %s, recovering segment and rebuilding index files...", prefix, reason)
         _recover_segment(segment, prefix)
@@ -244,8 +265,12 @@ def load_leader_epoch_cache(
         for header in headers_from(segments, scan_from):
             if header.partition_leader_epoch >= 0:
                 changed = cache.assign(header.partition_leader_epoch, header.base_offset) or changed
-    changed = cache.truncate_from_end(log_end_offset) or changed
-    changed = cache.truncate_from_start(log_start_offset) or changed
+    # Entries past the log's end or before its start are dropped in memory; a file that only
+    # had those is not rewritten now (every load drops them again, and the next epoch change
+    # writes the file): 10k empty partitions led at offset 0 would otherwise cost 10k fsynced
+    # writes per start-up. A file rebuilt or completed from the batches is written.
+    cache.truncate_from_end(log_end_offset)
+    cache.truncate_from_start(log_start_offset)
     if changed:
         cache.flush()
     return cache

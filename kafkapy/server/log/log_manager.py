@@ -90,6 +90,10 @@ class LogManager:
 
         self.moves = LogDirMoves(self)
         self._lock = threading.Lock()
+        # What each checkpoint file was last written with by us: {path: offsets}.
+        self._checkpointed: dict[str, dict[TopicPartition, int]] = {}
+        # Logs being created outside the lock, each with the event its waiters wait for.
+        self._creating: dict[TopicPartition, threading.Event] = {}
         self._dir_locks: dict[str, int] = {}
         self.cleaner_config = cleaner_config  # None: no cleaner (tests of the log alone)
         self.cleaner: LogCleaner | None = None
@@ -305,7 +309,8 @@ class LogManager:
         recovery_points = _read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
         start_offsets = _read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_checkpoint(log_dir, REPLICATION_CHECKPOINT)
-        names = sorted(n for n in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, n)))
+        with os.scandir(log_dir) as entries:  # the entries' types come with the listing: no stat each
+            names = sorted(e.name for e in entries if e.is_dir())
         jobs: list[tuple[TopicPartition, str, bool]] = []
         for name in names:
             path = os.path.join(log_dir, name)
@@ -324,7 +329,7 @@ class LogManager:
         loaded = _Counter()
 
         def load(tp: TopicPartition, path: str, future: bool) -> None:
-            logger.info("Loading log '%s'", os.path.basename(path))
+            logger.debug("Loading log '%s'", os.path.basename(path))  # (debug in Kafka too: 10k lines)
             started = self._time_ms()
             # A future log has no checkpoint entries (they are kept per partition for the current
             # log): it is recovered from its start after an unclean shutdown.
@@ -378,40 +383,60 @@ class LogManager:
         `is_new` is LeaderAndIsr's flag: a replica that existed before (is_new false) is not
         created again while a log dir is offline, since its data may be in that dir (Kafka's
         rule: an empty copy elsewhere could become leader and lose it)."""
-        with self._lock:
-            log = self._logs.get(tp)
-            if log is not None:
-                return log
-            offline = sorted(self.failure_channel.offline_dirs)
-            if not is_new and offline:
-                raise KafkaStorageException(
-                    f"Can not create log for {tp} because log directories {','.join(offline)} are offline"
-                )
-            if config is not None:
-                self._topic_configs[tp.topic] = config
-            config = self.config_for(tp.topic)
-            preferred = self._preferred_log_dirs.pop(tp, None)
-            log_dir = (
-                preferred
-                if preferred is not None and self.is_log_dir_online(preferred)
-                else self._next_log_dir()
-            )
-            path = os.path.join(log_dir, str(tp))
-            try:
-                log = Log(
-                    path, config, had_clean_shutdown=not os.path.exists(path),
-                    time_ms=self._time_ms, scheduler=self._scheduler,
-                )  # fmt: skip
-            except OSError as e:
-                message = f"Error while creating log for {tp} in dir {log_dir}"
-                self.failure_channel.maybe_add_offline_log_dir(log_dir, message, e)
-                raise KafkaStorageException(f"{message}: {e}") from e
-            log.failure_channel = self.failure_channel
-            self._logs[tp] = log
-            self._attach_cleaner(log)
+        while True:
+            with self._lock:
+                log = self._logs.get(tp)
+                if log is not None:
+                    return log
+                creating = self._creating.get(tp)
+                if creating is None:
+                    offline = sorted(self.failure_channel.offline_dirs)
+                    if not is_new and offline:
+                        raise KafkaStorageException(
+                            f"Can not create log for {tp} because log directories {','.join(offline)} are offline"
+                        )
+                    if config is not None:
+                        self._topic_configs[tp.topic] = config
+                    config = self.config_for(tp.topic)
+                    preferred = self._preferred_log_dirs.pop(tp, None)
+                    log_dir = (
+                        preferred
+                        if preferred is not None and self.is_log_dir_online(preferred)
+                        else self._next_log_dir()
+                    )
+                    self._creating[tp] = threading.Event()
+                    break
+            creating.wait()  # another thread is creating it: take theirs (or try again if it failed)
+        # The files are made outside the lock, so that LeaderAndIsr can create thousands of logs
+        # on several threads (see ReplicaManager.create_missing_logs).
+        path = os.path.join(log_dir, str(tp))
+        try:
+            log = self._create_log(tp, path, log_dir, config)
+            with self._lock:
+                if not self.is_log_dir_online(log_dir):
+                    log.close_handlers()  # the dir failed meanwhile: its logs are offline
+                    raise KafkaStorageException(f"Error while creating log for {tp} in dir {log_dir}")
+                self._logs[tp] = log
+                self._attach_cleaner(log)
+        finally:
+            with self._lock:
+                self._creating.pop(tp).set()
         logger.info(
             "Created log for partition %s in %s with properties %s", tp, path, config.overrides(LogConfig())
         )
+        return log
+
+    def _create_log(self, tp: TopicPartition, path: str, log_dir: str, config: LogConfig) -> Log:
+        try:
+            log = Log(
+                path, config, had_clean_shutdown=not os.path.exists(path),
+                time_ms=self._time_ms, scheduler=self._scheduler,
+            )  # fmt: skip
+        except OSError as e:
+            message = f"Error while creating log for {tp} in dir {log_dir}"
+            self.failure_channel.maybe_add_offline_log_dir(log_dir, message, e)
+            raise KafkaStorageException(f"{message}: {e}") from e
+        log.failure_channel = self.failure_channel
         return log
 
     def take_future_log(self, tp: TopicPartition) -> Log | None:
@@ -430,6 +455,8 @@ class LogManager:
         live = self.live_log_dirs
         if not live:
             raise KafkaStorageException(f"No log directories available. Tried {', '.join(self.log_dirs)}")
+        if len(live) == 1:
+            return live[0]  # no count over every log (thousands of creations in one LeaderAndIsr)
         counts = dict.fromkeys(live, 0)
         for log in self._logs.values():
             parent = os.path.dirname(log.dir)
@@ -534,8 +561,14 @@ class LogManager:
         offsets = {
             tp: value(log) for tp, log in logs.items() if os.path.dirname(log.dir) == log_dir and include(log)
         }
+        path = os.path.join(log_dir, name)
+        if self._checkpointed.get(path) == offsets:
+            # Unchanged since our last write (an idle broker's high watermarks every 5 s): the
+            # file already says it, so no rewrite and fsync of 10k lines.
+            return
         try:
-            OffsetCheckpointFile(os.path.join(log_dir, name)).write(offsets)
+            OffsetCheckpointFile(path).write(offsets)
+            self._checkpointed[path] = offsets
         except OSError as e:
             self.failure_channel.maybe_add_offline_log_dir(
                 log_dir, f"Disk error while writing to {name} file in directory {log_dir}", e

@@ -85,9 +85,36 @@ class LogSegment:
         self._bytes_since_last_index_entry = 0
         # First batch's max timestamp: segment.ms counts from it (None: not loaded yet).
         self._rolling_based_timestamp: int | None = None
-        last = time_index.last_entry
-        self.max_timestamp_so_far = last.timestamp
-        self.offset_of_max_timestamp_so_far = last.offset
+        # Read from the time index's last entry on first use (Kafka's lazy maxTimestampSoFar):
+        # opening a segment must not map its time index.
+        self._max_timestamp: int | None = None
+        self._offset_of_max_timestamp = base_offset
+
+    def _load_max_timestamp(self) -> int:
+        last = self.time_index.last_entry
+        self._max_timestamp, self._offset_of_max_timestamp = last.timestamp, last.offset
+        return last.timestamp
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        ts = self._max_timestamp
+        return self._load_max_timestamp() if ts is None else ts
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_timestamp = value
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        if self._max_timestamp is None:
+            self._load_max_timestamp()
+        return self._offset_of_max_timestamp
+
+    @offset_of_max_timestamp_so_far.setter
+    def offset_of_max_timestamp_so_far(self, value: int) -> None:
+        if self._max_timestamp is None:
+            self._load_max_timestamp()  # the pair stays consistent: the timestamp is set next
+        self._offset_of_max_timestamp = value
 
     @classmethod
     def open(
@@ -143,12 +170,15 @@ class LogSegment:
             self._rolling_based_timestamp = largest_timestamp
         self._ensure_offset_in_range(largest_offset)
         self.log.append(records)
-        if largest_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = largest_timestamp
-            self.offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
+        max_timestamp = self._max_timestamp  # (the fields, not the lazy properties: hot path)
+        if max_timestamp is None:
+            max_timestamp = self._load_max_timestamp()
+        if largest_timestamp > max_timestamp:
+            max_timestamp = self._max_timestamp = largest_timestamp
+            self._offset_of_max_timestamp = shallow_offset_of_max_timestamp
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.time_index.maybe_append(max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
@@ -218,12 +248,17 @@ class LogSegment:
 
     def on_become_inactive_segment(self) -> None:
         """The segment stops taking appends: index its last timestamp and trim the index files."""
-        if self.max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
-            )
+        self._index_max_timestamp()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+
+    def _index_max_timestamp(self) -> None:
+        """Write the largest timestamp as the time index's final entry (a segment that never
+        loaded it has had no appends since it was opened: the index holds it already)."""
+        if self._max_timestamp is not None and self._max_timestamp >= 0:
+            self.time_index.maybe_append(
+                self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True
+            )
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
@@ -283,10 +318,7 @@ class LogSegment:
         # Entries for markers cut off go; the log's producer-state replay re-adds lost ones.
         self.txn_index.truncate_to(next_offset)
         self.offset_index.trim_to_valid_size()
-        if self.max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
-            )
+        self._index_max_timestamp()
         self.time_index.trim_to_valid_size()
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         self._rolling_based_timestamp = None
@@ -340,14 +372,22 @@ class LogSegment:
         self.txn_index.flush()
 
     def close(self) -> None:
-        if self.max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
-            )
+        self._index_max_timestamp()
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
         self.log.close()
+
+    def close_handlers(self) -> None:
+        """Release the files without writing to them (Kafka's closeHandlers): the dir failed,
+        or was renamed away to be removed."""
+        self.offset_index.close_handler()
+        self.time_index.close_handler()
+        for f in (self.txn_index, self.log):
+            try:
+                f.close()
+            except (OSError, ValueError):
+                pass  # the disk is gone: the descriptor is released either way
 
     def delete(self) -> None:
         """Remove the files now; the .log descriptor lives on for fetches already holding it."""

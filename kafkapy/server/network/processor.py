@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkapy.protocol.errors import ProtocolError
 from kafkapy.protocol.file_region import FileRegion
-from kafkapy.server.metrics.meters import SAMPLE_MASK
+from kafkapy.server.metrics.meters import SAMPLE_INTERVAL_NS, SAMPLE_POSITIONS
 from kafkapy.server.network.connection_quotas import normalize_ip
 from kafkapy.server.network.memory_pool import BASE_CAPACITY
 from kafkapy.server.network.region_send import RegionSend
@@ -69,6 +69,8 @@ _DEBUG = logging.DEBUG
 _TRACE = 5  # log4j's TRACE, below Python's DEBUG
 _log_enabled = request_logger.isEnabledFor
 _now_ns = time.monotonic_ns
+# A read at least this large is taken to hold several pipelined requests (see buffer_updated).
+_PIPELINED_READ = 4096
 # kafka-request.log at DEBUG: looked at by the SocketServer at start-up and at every idle-reaper
 # tick (<= 5 s), not per request or per read (a level change from a logging config applies
 # within a tick). A module global, not a Processor attribute: see _ConnectionStats.
@@ -82,14 +84,17 @@ def refresh_request_log_level() -> None:
 
 class _ConnectionStats:
     """A connection's RequestMetrics state: when its last read arrived (monotonic_ns: the frames
-    in the buffer arrived then), its count of Produce/Fetch requests (one in SAMPLE_EVERY is
-    timed), the broker's request counts, and the request in progress."""
+    in the buffer arrived then), whether a Produce/Fetch request is due to be timed (`skip`: how
+    many to let pass first) and when one last was, the broker's request counts, and the request
+    in progress."""
 
-    __slots__ = ("received", "tick", "counts", "timing")
+    __slots__ = ("received", "sample", "skip", "sampled_at", "counts", "timing")
 
     def __init__(self, counts: list[list[int]]) -> None:
         self.received = 0
-        self.tick = 0
+        self.sample = False
+        self.skip = 0
+        self.sampled_at = 0
         self.counts = counts
         self.timing: _Timing | None = None
 
@@ -201,8 +206,16 @@ class Processor(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
         # One clock read: CLOCK_MONOTONIC both ways, the reaper's seconds and the metrics' ns.
-        now = self._stats.received = _now_ns()
+        stats = self._stats
+        now = stats.received = _now_ns()
         self.last_active = now * 1e-9
+        if not stats.sample and now - stats.sampled_at >= SAMPLE_INTERVAL_NS:
+            # A Produce/Fetch request of this read (or the next) is due to be timed: decided per
+            # read, so the requests of a pass that is not due pay one attribute test.
+            stats.sample = True
+            # A read of many small pipelined requests: time one further in, not always the
+            # first (whose queue time is ~0). A read of one request times that one.
+            stats.skip = (now >> 10) % SAMPLE_POSITIONS if nbytes >= _PIPELINED_READ else 0
         self._process()
 
     def eof_received(self) -> bool | None:
@@ -330,7 +343,6 @@ class Processor(asyncio.BufferedProtocol):
         return self._muted or self._region_send is not None or self._write_paused or self._throttled
 
     def _dispatch(self, frame: memoryview) -> None:
-        server = self.server
         try:
             header = self._parse_header(frame)
         except ProtocolError as e:
@@ -347,56 +359,64 @@ class Processor(asyncio.BufferedProtocol):
             self.principal,
         )
         key = header.api_key
-        version = header.api_version
-        # The hot APIs (Produce 0, Fetch 1) are timed one request in SAMPLE_EVERY, the others
-        # always; every request is timed while kafka-request.log is at DEBUG (its line has the times).
         stats = self._stats
-        timed = key > 1 or _LOG_DEBUG
-        if not timed:
-            tick = stats.tick = stats.tick + 1
-            timed = not tick & SAMPLE_MASK
+        # The hot APIs (Produce 0, Fetch 1) are timed at most one per SAMPLE_INTERVAL_NS per
+        # connection (`sample`: this read is due one), the others always; every request is timed
+        # while kafka-request.log is at DEBUG (its line has the times). The untimed path below
+        # is the one a pipelining producer takes: kept to a count and a queued response.
+        if (key > 1 or stats.sample or _LOG_DEBUG) and self._dispatch_timed(request, stats):
+            return
+        try:
+            result = self.server.apis.handle(request)
+        except Exception as e:
+            self._handler_failed(header, e)
+            return
+        # RequestsPerSec: every request. Only Produce and Fetch come this way (key <= 1), and
+        # their version passed the routing: no bound to check (see _dispatch_timed's count).
+        stats.counts[key][header.api_version] += 1
+        if type(result) in _FRAMED and not request.throttle_time_ms:
+            # send_response's common case, inlined: one framed response queued for this pass.
+            if not self._closed:
+                self._out.append(result)
+                self._out_bytes += len(result)
+                if self._out_bytes >= _FLUSH_BYTES:
+                    self._flush_out()
+        elif result is None or type(result) in _READY:
+            if request.throttle_time_ms:
+                self._answer(request, result)
+            else:
+                self.send_response(result)
+        elif isinstance(result, Awaitable):
+            self._await_response(request, result)
+        else:
+            self._answer(request, result)
+
+    def _dispatch_timed(self, request: Request, stats: _ConnectionStats) -> bool:
+        """Handle `request` timed (RequestMetrics, kafka-request.log); False, without handling
+        it, for a Produce/Fetch request a due read lets pass before the one it times."""
+        header = request.header
+        key = header.api_key
+        if key <= 1 and not _LOG_DEBUG:
+            if stats.skip:
+                stats.skip -= 1
+                return False
+            stats.sample = False
+            stats.sampled_at = stats.received
+        server = self.server
         details = None
-        if timed:
-            # TRACE logs the request's contents: decoded now, while the frame is still valid.
-            if _LOG_DEBUG and _log_enabled(_TRACE):
-                details = request_details(request, server.config.kafkapy_request_max_elements)
-            started = _now_ns()
+        # TRACE logs the request's contents: decoded now, while the frame is still valid.
+        if _LOG_DEBUG and _log_enabled(_TRACE):
+            details = request_details(request, server.config.kafkapy_request_max_elements)
+        started = _now_ns()
         try:
             result = server.apis.handle(request)
-        except ProtocolError as e:
-            log.warning(
-                "Closing connection %s: invalid %s v%d request (correlation id %d): %s",
-                self.connection_id,
-                server.api_name(header.api_key),
-                header.api_version,
-                header.correlation_id,
-                e,
-            )
-            self.close()
-            return
-        except Exception:
-            log.exception(
-                "Closing connection %s: unexpected error handling api key %d v%d",
-                self.connection_id,
-                header.api_key,
-                header.api_version,
-            )
-            self.close()
-            return
-        # RequestsPerSec: every request (the routing bounded the key; a version past 31 is
-        # only possible in an ApiVersions fallback, counted under 31).
+        except Exception as e:
+            self._handler_failed(header, e)
+            return True
+        # RequestsPerSec (the routing bounded the key; a version past 31 is only possible in an
+        # ApiVersions fallback, counted under 31).
+        version = header.api_version
         stats.counts[key][version if version < 32 else 31] += 1
-        if not timed:
-            if result is None or type(result) in _READY:
-                if request.throttle_time_ms:
-                    self._answer(request, result)
-                else:
-                    self.send_response(result)
-            elif isinstance(result, Awaitable):
-                self._await_response(request, result)
-            else:
-                self._answer(request, result)
-            return
         done = _now_ns()
         if result is None or type(result) in _READY:
             if request.throttle_time_ms:
@@ -406,17 +426,39 @@ class Processor(asyncio.BufferedProtocol):
         elif isinstance(result, Awaitable):
             stats.timing = _Timing(request, stats.received, started, done, details)
             self._await_response(request, result)
-            return
+            return True
         else:
             self._answer(request, result)
         if self._region_send is None and details is None:
             # The common case, kept to one call: answered at once and written in one go.
-            self.server.request_metrics.record(key, stats.received, started, done, done, done)
+            server.request_metrics.record(key, stats.received, started, done, done, done)
             if _LOG_DEBUG:
                 self._log_completed(_Timing(request, stats.received, started, done, None), result, done)
         else:
             stats.timing = _Timing(request, stats.received, started, done, details)
             self._completed(result)
+        return True
+
+    def _handler_failed(self, header: Any, error: Exception) -> None:
+        """A handler raised: the connection is closed (a malformed request, or a bug)."""
+        if isinstance(error, ProtocolError):
+            log.warning(
+                "Closing connection %s: invalid %s v%d request (correlation id %d): %s",
+                self.connection_id,
+                self.server.api_name(header.api_key),
+                header.api_version,
+                header.correlation_id,
+                error,
+            )
+        else:
+            log.error(
+                "Closing connection %s: unexpected error handling api key %d v%d",
+                self.connection_id,
+                header.api_key,
+                header.api_version,
+                exc_info=error,
+            )
+        self.close()
 
     def _await_response(self, request: Request, result: Awaitable[Response]) -> None:
         self._muted = True
@@ -482,8 +524,7 @@ class Processor(asyncio.BufferedProtocol):
         if timing is None:
             return
         if self._region_send is not None:
-            timing.response_bytes = _response_size(response)
-            return  # _continue_region_send finishes it
+            return  # _continue_region_send finishes it (send_response noted the size)
         self._stats.timing = None
         self._finish(timing, response, _now_ns() if timing.ready != timing.local_done else timing.ready)
 
@@ -554,6 +595,11 @@ class Processor(asyncio.BufferedProtocol):
             self._out_bytes += sum(len(part) for part in response)  # type: ignore[misc, arg-type]
         else:
             self._flush_out()
+            timing = self._stats.timing
+            if timing is not None:
+                # The send may end within this call, and its end records the request: the size
+                # must be known before (the request log showed size=0 for such fetches).
+                timing.response_bytes = _response_size(response)
             self._region_send = RegionSend(list(response))
             self._continue_region_send()
             return

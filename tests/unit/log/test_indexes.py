@@ -180,3 +180,54 @@ def test_time_index_sanity_check_rejects_decreasing_timestamps(tmp_path) -> None
     with pytest.raises(CorruptIndexException, match="bad.timeindex"):
         index.sanity_check()
     index.close()
+
+
+def _fds_on(path: str) -> int:
+    """How many of this process's descriptors are open on `path`."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") == path
+        except OSError:
+            pass  # the listing's own descriptor, closed already
+    return count
+
+
+def test_indexes_hold_no_descriptor_and_map_on_first_use(tmp_path) -> None:
+    """10k idle partitions must not cost 20k descriptors: an index is mapped only once a lookup
+    or an append needs it, and an unmapped one holds no descriptor."""
+    path = str(tmp_path / "00000000000000000100.index")
+    index = OffsetIndex(path, BASE, 800)
+    for i in range(5):
+        index.append(BASE + 10 * i, 100 * i)
+    index.close()
+    reopened = [OffsetIndex(path, BASE, 800) for _ in range(20)]
+    assert _fds_on(path) == 0
+    assert not any(i.is_mapped for i in reopened)
+    assert reopened[0].entries == 5  # from the trimmed file's length alone
+    assert reopened[0].lookup(BASE + 25) == OffsetPosition(BASE + 20, 200)
+    assert reopened[0].is_mapped and not reopened[1].is_mapped
+    assert _fds_on(path) <= 1  # CPython's mmap keeps a dup of the descriptor it mapped
+    reopened[0].unmap()
+    assert not reopened[0].is_mapped
+    assert _fds_on(path) == 0
+    assert reopened[0].lookup(BASE + 45) == OffsetPosition(BASE + 40, 400)
+    for i in reopened:
+        i.close()
+
+
+def test_unmapped_index_resizes_without_mapping(tmp_path) -> None:
+    index = TimeIndex(str(tmp_path / "00000000000000000100.timeindex"), BASE, 1200)
+    index.maybe_append(1000, BASE + 1)
+    index.close()
+    reopened = TimeIndex(index.path, BASE, 1200)
+    reopened.resize(1200)  # the log loader gives the active segment room again
+    assert not reopened.is_mapped
+    assert os.path.getsize(index.path) == 1200
+    assert reopened.entries == 1 and reopened.max_entries == 100
+    reopened.maybe_append(2000, BASE + 5)
+    reopened.close()
+    assert os.path.getsize(index.path) == 24
+    last = TimeIndex(index.path, BASE, 1200)
+    assert last.last_entry == TimestampOffset(2000, BASE + 5)
+    last.close()
