@@ -121,9 +121,6 @@ def _adopt(current: Log, future: Log, final_dir: str) -> tuple[str, list[LogSegm
     future.flush()
     future.leader_epoch_cache.flush()
     future.rename_dir(final_dir)
-    future.leader_epoch_cache.checkpoint.path = os.path.join(
-        final_dir, os.path.basename(future.leader_epoch_cache.checkpoint.path)
-    )
     old_dir, old_segments = current.dir, list(current._segments.values())
     doomed = os.path.join(
         os.path.dirname(old_dir), f"{os.path.basename(old_dir)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"

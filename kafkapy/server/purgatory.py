@@ -72,6 +72,21 @@ class DelayedOperationPurgatory:
                 done += 1
         return done
 
+    def check_and_complete_all(self, keys: Iterable[Hashable]) -> int:
+        """`check_and_complete` for many keys at once, trying each operation once: a follower's
+        fetch watches thousands of partitions, and a LeaderAndIsr touching thousands of them
+        would otherwise re-check it once per key (each check a walk over its partitions)."""
+        ops: dict[DelayedOperation, None] = {}
+        for key in keys:
+            for op in self._watchers.get(key, ()):
+                ops[op] = None
+        done = 0
+        for op in ops:
+            op.rechecked = True
+            if op.try_complete():
+                done += 1
+        return done
+
     def _unwatch(self, op: DelayedOperation, keys: list[Hashable]) -> None:
         for key in keys:
             ops = self._watchers.get(key)

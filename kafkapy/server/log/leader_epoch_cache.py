@@ -54,12 +54,18 @@ class LeaderEpochCheckpointFile:
     def __init__(self, path: str) -> None:
         self.path = path
         self._write_lock = threading.Lock()
+        # (path, entries) as last read or written: a write of the same entries to the same file
+        # is skipped, so closing 10k logs does not fsync 10k unchanged files (with their dirs).
+        self._on_disk: tuple[str, tuple[EpochEntry, ...]] | None = None
 
     def write(self, entries: Iterable[EpochEntry]) -> None:
+        written = tuple(entries)
         lines = [str(CURRENT_VERSION)]
-        body = [f"{e.epoch} {e.start_offset}" for e in entries]
+        body = [f"{e.epoch} {e.start_offset}" for e in written]
         lines += [str(len(body)), *body]
         with self._write_lock:
+            if self._on_disk == (self.path, written):
+                return
             tmp = self.path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
@@ -71,6 +77,7 @@ class LeaderEpochCheckpointFile:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+            self._on_disk = (self.path, written)
 
     def read(self) -> list[EpochEntry] | None:
         """The entries; None if there is no file. Raises CheckpointFormatError naming the file."""
@@ -111,6 +118,8 @@ class LeaderEpochCheckpointFile:
             raise CheckpointFormatError(
                 f"Expected {expected} entries in checkpoint file ({self.path}), but found {len(entries)}"
             )
+        with self._write_lock:
+            self._on_disk = (self.path, tuple(entries))
         return entries
 
 

@@ -794,6 +794,8 @@ class Log:
             os.rename(self.dir, new_dir)
             self.dir = new_dir
             self.producer_state.update_dir(new_dir)
+            checkpoint = self.leader_epoch_cache.checkpoint
+            checkpoint.path = os.path.join(new_dir, os.path.basename(checkpoint.path))
             for segment in self._segments.values():
                 log_path, index_path, time_index_path = segment_paths(new_dir, segment.base_offset)
                 segment.log.path, segment.offset_index.path, segment.time_index.path = (

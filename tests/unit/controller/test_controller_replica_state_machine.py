@@ -123,3 +123,29 @@ def test_replica_transitions_are_logged_at_trace_only(caplog):
         rsm.handle_state_changes(replicas, R.ONLINE)
     lines = [r for r in caplog.records if "Changed state of replica" in r.getMessage()]
     assert len(lines) == 2 and all(r.levelno == logging.DEBUG for r in lines)
+
+
+def test_offline_follower_shrink_from_a_stale_cached_state_rereads_zk():
+    # The first attempt uses the controller's cached state; the leader changed the ISR in ZooKeeper
+    # since, so the conditional write fails and the retry works from what ZooKeeper holds.
+    ctx, zk, rsm, rec = setup()
+    [tp] = assign(ctx, "t", {0: [0, 1, 2]})
+    _lead(ctx, zk, tp, LeaderAndIsr(0, 5, (0, 1, 2), 7))
+    zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 5, (0, 2), 8), 1)  # leader dropped 1
+    r = PartitionAndReplica(tp, 2)
+    ctx.replica_states[r] = R.ONLINE
+    rsm.handle_state_changes([r], R.OFFLINE)
+    assert zk.states[tp].leader_and_isr == LeaderAndIsr(0, 6, (0,), 9)
+    assert ctx.partition_leadership_info[tp].leader_and_isr == LeaderAndIsr(0, 6, (0,), 9)
+
+
+def test_offline_follower_missing_from_the_cached_isr_is_checked_in_zk():
+    # A cached ISR without the replica may predate the leader adding it back: ZooKeeper decides.
+    ctx, zk, rsm, rec = setup()
+    [tp] = assign(ctx, "t", {0: [0, 1, 2]})
+    _lead(ctx, zk, tp, LeaderAndIsr(0, 5, (0, 1), 7))
+    zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 5, (0, 1, 2), 8), 1)
+    r = PartitionAndReplica(tp, 2)
+    ctx.replica_states[r] = R.ONLINE
+    rsm.handle_state_changes([r], R.OFFLINE)
+    assert zk.states[tp].leader_and_isr == LeaderAndIsr(0, 6, (0, 1), 9)

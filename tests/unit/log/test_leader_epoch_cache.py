@@ -183,3 +183,43 @@ def test_after_an_unclean_shutdown_epochs_follow_what_recovery_kept(tmp_path: Pa
     reopened = Log(str(d), LogConfig(), recovery_point=2, had_clean_shutdown=False)
     assert reopened.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(5, 2)]
     reopened.close()
+
+
+def test_checkpoint_write_of_unchanged_entries_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing 10k logs must not fsync 10k files that already say the same thing.
+    path = str(tmp_path / LEADER_EPOCH_CHECKPOINT)
+    file = LeaderEpochCheckpointFile(path)
+    file.write([EpochEntry(1, 0)])
+    fsyncs: list[int] = []
+    real_fsync = __import__("os").fsync
+    monkeypatch.setattr("os.fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    file.write([EpochEntry(1, 0)])
+    assert fsyncs == []
+    reread = LeaderEpochCheckpointFile(path)
+    assert reread.read() == [EpochEntry(1, 0)]
+    reread.write([EpochEntry(1, 0)])  # what was read is on disk too
+    assert fsyncs == []
+    file.write([EpochEntry(1, 0), EpochEntry(2, 5)])
+    assert fsyncs  # changed entries are written
+    assert LeaderEpochCheckpointFile(path).read() == [EpochEntry(1, 0), EpochEntry(2, 5)]
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    file.path = str(moved / LEADER_EPOCH_CHECKPOINT)  # a log-dir move points the file elsewhere
+    file.write([EpochEntry(1, 0), EpochEntry(2, 5)])
+    assert LeaderEpochCheckpointFile(file.path).read() == [EpochEntry(1, 0), EpochEntry(2, 5)]
+
+
+def test_a_renamed_log_writes_its_checkpoint_in_the_new_directory(tmp_path: Path) -> None:
+    """Topic deletion and log-dir moves rename the directory: later epochs must not go to the old
+    path (the write would fail there and fail the whole log dir)."""
+    log = Log(str(tmp_path / "t-0"), LogConfig())
+    log.append_as_leader(records(2), leader_epoch=1)
+    log.rename_dir(str(tmp_path / "t-0.moved"))
+    log.append_as_leader(records(1), leader_epoch=2)
+    log.leader_epoch_cache.flush()
+    assert not (tmp_path / "t-0").exists()
+    written = LeaderEpochCheckpointFile(str(tmp_path / "t-0.moved" / LEADER_EPOCH_CHECKPOINT)).read()
+    assert written == [EpochEntry(1, 0), EpochEntry(2, 2)]
+    log.close()
