@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from console_helpers import CHROMIUM, CHROMIUM_ARGS
@@ -34,3 +35,11 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object
 def screenshots(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where a test saves its screenshots: under the session's pytest output directory."""
     return tmp_path_factory.mktemp(f"screenshots-{request.node.name[:40]}", numbered=True)
+
+
+@pytest.fixture
+def page(browser_context: Any) -> Iterator[Any]:
+    """A fresh tab of the module's browser (test_console_sasl's also clears its cookies)."""
+    page = browser_context.new_page()
+    yield page
+    page.close()

@@ -44,13 +44,6 @@ def console(cluster: KafkapyCluster, tmp_path_factory: pytest.TempPathFactory) -
     proc.stop()
 
 
-@pytest.fixture
-def page(browser_context: Any) -> Iterator[Any]:
-    page = browser_context.new_page()
-    yield page
-    page.close()
-
-
 def admin(cluster: KafkapyCluster) -> AdminClient:
     return AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
 

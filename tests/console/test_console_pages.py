@@ -75,13 +75,6 @@ def console(cluster: KafkapyCluster, tmp_path_factory: pytest.TempPathFactory) -
     proc.stop()
 
 
-@pytest.fixture
-def page(browser_context: Any) -> Iterator[Any]:
-    page = browser_context.new_page()
-    yield page
-    page.close()
-
-
 def cells(page: Any, table: str, row_attr: str, column: str) -> dict[str, str]:
     rows = page.locator(f"table#{table} tbody tr")
     return {

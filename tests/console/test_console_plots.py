@@ -49,13 +49,6 @@ def console(cluster: KafkapyCluster, tmp_path_factory: pytest.TempPathFactory) -
     proc.stop()
 
 
-@pytest.fixture
-def page(browser_context: Any) -> Iterator[Any]:
-    page = browser_context.new_page()
-    yield page
-    page.close()
-
-
 def get_json(url: str) -> Any:
     return json.loads(urllib.request.urlopen(url, timeout=30).read())
 
