@@ -7,6 +7,7 @@ so every background service of Chromium that would dial out is switched off.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -17,7 +18,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from kafkapy.testing import BrokerHandle, free_port
+from kafkapy.client.connection import BrokerConnection
+from kafkapy.testing import BrokerHandle, KafkapyCluster, free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -78,3 +80,14 @@ def metrics_url(broker: BrokerHandle) -> str:
     )
     assert found, "the broker did not open its metrics endpoint"
     return found[-1]
+
+
+def known_everywhere(cluster: KafkapyCluster, topic: str) -> bool:
+    """Every broker's metadata has `topic` with a leader for each partition (CreateTopics answers
+    once the controller has elected them; the other brokers learn it from UpdateMetadata)."""
+    for broker in cluster.brokers:
+        with contextlib.closing(BrokerConnection("127.0.0.1", broker.port, "console-test", 10.0)) as conn:
+            md = conn.send(3, 1, {"topics": [{"name": topic}]})
+        if md.topics[0].error_code or any(p.leader_id < 0 for p in md.topics[0].partitions):
+            return False
+    return True

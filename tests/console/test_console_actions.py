@@ -9,6 +9,7 @@ as Kafka's error name and message, escaped.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-from console_helpers import ConsoleProcess
+from console_helpers import ConsoleProcess, known_everywhere
 
 from kafkapy.client.admin import AdminClient as KafkapyAdmin
 from kafkapy.client.admin import NewTopic as KafkapyNewTopic
@@ -67,6 +68,11 @@ def make_topic(cluster: KafkapyCluster, name: str, assignment: dict[int, list[in
         client.create_topic(KafkapyNewTopic(name, replica_assignment=assignment))
     finally:
         client.close()
+    # The console asks any broker: the topic page needs every one of them to know the topic.
+    deadline = time.monotonic() + WAIT_S
+    while not known_everywhere(cluster, name):
+        assert time.monotonic() < deadline, f"timed out waiting for every broker to know {name}"
+        time.sleep(0.2)
 
 
 def wait_until(page: Any, check: Any, what: str) -> None:

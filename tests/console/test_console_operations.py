@@ -7,7 +7,6 @@ name and the broker's (or the tool's) message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
@@ -15,10 +14,10 @@ from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from console_helpers import known_everywhere
 
 from kafkapy.client.admin import AdminClient
 from kafkapy.client.configs import BROKER, TOPIC, describe_configs
-from kafkapy.client.connection import BrokerConnection
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.console.operations import COMPLETED, IN_PROGRESS, OperationError, Operations
 from kafkapy.protocol.constants import EARLIEST_TIMESTAMP
@@ -93,17 +92,6 @@ def produce(cluster: KafkapyCluster, topic: str, partition: int, count: int, tim
             timestamp=timestamp_ms + i * 1000 if timestamp_ms else 0,
         )
     assert producer.flush(WAIT_S) == 0
-
-
-def known_everywhere(cluster: KafkapyCluster, topic: str) -> bool:
-    """Every broker's metadata has `topic` with a leader for each partition (CreateTopics answers
-    once the controller has elected them; the other brokers learn it from UpdateMetadata)."""
-    for broker in cluster.brokers:
-        with contextlib.closing(BrokerConnection("127.0.0.1", broker.port, "console-test", 10.0)) as conn:
-            md = conn.send(3, 1, {"topics": [{"name": topic}]})
-        if md.topics[0].error_code or any(p.leader_id < 0 for p in md.topics[0].partitions):
-            return False
-    return True
 
 
 def create(
