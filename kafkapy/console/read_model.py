@@ -8,7 +8,7 @@ worker thread and hand the result to a template. Nothing here formats HTML.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafkapy.client.admin import AdminClient, raise_for_error, uuid_to_kafka_string
 from kafkapy.client.configs import TOPIC, describe_configs
@@ -16,7 +16,7 @@ from kafkapy.client.log_dirs import describe_log_dirs
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.tools.consumer_groups_cmd.describe import MISSING, offset_rows
-from kafkapy.tools.consumer_groups_cmd.group_admin import EARLIEST, LATEST, GroupAdmin
+from kafkapy.tools.consumer_groups_cmd.group_admin import EARLIEST, LATEST, GroupAdmin, MemberDescription
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,15 +89,6 @@ class GroupSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupMember:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    assignment: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class LagRow:
     topic: str
     partition: int
@@ -119,7 +110,7 @@ class GroupDetail:
     protocol_type: str
     assignor: str
     coordinator: int
-    members: tuple[GroupMember, ...]
+    members: tuple[MemberDescription, ...]
     lag: tuple[LagRow, ...]
 
     @property
@@ -243,16 +234,7 @@ def group_list(groups: GroupAdmin) -> list[GroupSummary]:
 def group(groups: GroupAdmin, group_id: str) -> GroupDetail:
     desc = groups.describe_group(group_id)
     rows = offset_rows(groups, desc)
-    members = tuple(
-        GroupMember(
-            m.member_id,
-            m.group_instance_id,
-            m.client_id,
-            m.host,
-            tuple(TopicPartition(t, p) for t, p in sorted(m.assignment)),
-        )
-        for m in desc.members
-    )
+    members = tuple(replace(m, assignment=tuple(sorted(m.assignment))) for m in desc.members)
     lag = tuple(
         LagRow(
             r.topic,
