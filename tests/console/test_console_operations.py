@@ -59,7 +59,7 @@ def ops(cluster: KafkapyCluster) -> Iterator[Operations]:
     operations = Operations(cluster.bootstrap_servers, timeout_ms=20_000, group_admin_factory=group_admin)
     yield operations
     run(operations.close())
-    assert len(made) == 1  # made once, when the first group operation needed it
+    assert len(made) <= 1  # made once, when the first group operation needed it (none if no test did)
 
 
 @pytest.fixture(scope="module")
@@ -310,10 +310,12 @@ def test_preferred_leader_election_moves_leadership_to_the_first_replica(
 
     results = run(ops.elect_preferred_leaders([TopicPartition("elected", 0)]))
     assert results == {TopicPartition("elected", 0): None}
-    assert leaders(admin, "elected") == {0: 1, 1: 1}
+    # ElectLeaders answers once the controller has decided, as Kafka's does; the brokers'
+    # metadata follows with the controller's UpdateMetadata.
+    wait_until(lambda: leaders(admin, "elected") == {0: 1, 1: 1}, "partition 0's new leader")
     results = run(ops.elect_preferred_leaders())  # every partition
     assert results[TopicPartition("elected", 1)] is None
-    assert leaders(admin, "elected") == {0: 1, 1: 2}
+    wait_until(lambda: leaders(admin, "elected") == {0: 1, 1: 2}, "partition 1's new leader")
     again = run(ops.elect_preferred_leaders([TopicPartition("elected", 0), TopicPartition("absent", 0)]))
     assert again[TopicPartition("elected", 0)] is not None
     assert again[TopicPartition("elected", 0)].error_name == "ELECTION_NOT_NEEDED"  # type: ignore[union-attr]
