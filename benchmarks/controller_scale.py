@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import shutil
+import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -60,15 +63,43 @@ def _partitions_ready(port: int, expected: int, live: set[int], full_isr: bool) 
     return n == expected
 
 
-def _stamp(log: str, needle: str) -> float | None:
-    """The time of the first server.log line containing `needle`, in seconds."""
+def _stamp(log: str, needle: str, after: float = 0.0) -> float | None:
+    """The time of the first log line containing `needle` at or after `after` (wall clock), in s."""
     import datetime
 
     for line in log.splitlines():
         if needle in line and line.startswith("["):
-            when = datetime.datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
-            return when.timestamp()
+            when = datetime.datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            if when >= after:
+                return when
     return None
+
+
+# The stopping broker's shutdown, phase by phase: (name, log file, line marking the phase's end).
+# Each phase runs from the previous mark to its own; the first from SIGTERM.
+SHUTDOWN_MARKS = (
+    ("sigterm->controller", "controller", "Shutting down broker {victim}"),
+    ("controller->reply", "victim", "Controlled shutdown request returned successfully"),
+    ("reply->fetchers", "victim", "] shutting down (kafkapy.server.ReplicaFetcherManager)"),
+    ("fetchers stop", "victim", "] shutdown completed (kafkapy.server.ReplicaFetcherManager)"),
+    ("->log manager", "victim", "Shutting down. (kafkapy.log.LogManager)"),
+    ("closing logs", "victim", "Shutdown complete. (kafkapy.log.LogManager)"),
+    ("zk close", "victim", "] shut down completed"),
+)
+
+
+def shutdown_phases(victim_log: str, controller_log: str, victim: int, sigterm: float) -> dict[str, float]:
+    """Seconds per phase of one controlled shutdown, from the brokers' logs (a missing mark
+    leaves its phase out and the next phase starts from the last mark found)."""
+    phases: dict[str, float] = {}
+    last = sigterm
+    for name, which, needle in SHUTDOWN_MARKS:
+        text = controller_log if which == "controller" else victim_log
+        at = _stamp(text, needle.format(victim=victim), sigterm - 0.01)
+        if at is not None:
+            phases[name] = at - last
+            last = at
+    return phases
 
 
 def _controller(zk: KazooClient) -> int:
@@ -80,6 +111,24 @@ def _controller(zk: KazooClient) -> int:
         return -1
 
 
+def _start_py_spy(out: Path, cluster: KafkapyCluster, seconds: int = 15) -> list[subprocess.Popen[bytes]]:
+    """py-spy on every running broker (on-CPU samples, all threads) for `seconds`, started 1 s
+    ahead of the SIGTERM so the first samples are in."""
+    import sys
+
+    out.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).parent / "py-spy")
+    procs = []
+    for b in cluster.brokers:
+        if b.process is None:
+            continue
+        cmd = [spy, "record", "-r", "100", "-d", str(seconds), "-f", "raw", "--nonblocking", "-p"]
+        cmd += [str(b.process.pid), "-o", str(out / f"broker-{b.broker_id}.txt")]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(1.0)
+    return procs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topics", type=int, default=100)
@@ -87,6 +136,16 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--isr-timeout", type=float, default=120, help="how long to wait for full ISRs")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--shutdowns", type=int, default=1, help="controlled shutdowns of one broker (restarted in between)"
+    )
+    ap.add_argument("--no-failover", action="store_true", help="skip the controller failover step")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="py-spy every broker during the last controlled shutdown (collapsed stacks in this dir)",
+    )
     args = ap.parse_args()
     total = args.topics * args.partitions
     base = Path(tempfile.mkdtemp(prefix="ctl-scale-"))
@@ -143,47 +202,77 @@ def main() -> None:
         except TimeoutError:
             print(f"  ISR not full everywhere after {time.monotonic() - t0:.2f}s (brokers' side)", flush=True)
 
-        # --- controlled shutdown of a broker that is not the controller
+        # --- controlled shutdown of a broker that is not the controller (repeated: min/median/max)
         controller = _controller(zk)
         victim = next(b for b in cluster.brokers if b.broker_id != controller)
-        t0 = time.monotonic()
-        code = victim.stop(timeout=args.timeout)
-        t_shutdown = time.monotonic() - t0
-        log = (victim.logs / "server.log").read_text(errors="replace")
-        ok = (
-            "Controlled shutdown request returned successfully" in log or "controlled shutdown" in log.lower()
-        )
-        print(f"SHUTDOWN broker {victim.broker_id}: {t_shutdown:.2f}s exit={code} logged={ok}", flush=True)
-        stamps = {
-            what: _stamp(log, line)
-            for what, line in (
-                ("start", "] shutting down"),
-                ("moved", "Controlled shutdown request returned successfully"),
-                ("logs", "Shutting down. (kafkapy.log.LogManager)"),
-                ("done", "] shut down completed"),
-            )
-        }
-        if all(v is not None for v in stamps.values()):
+        totals: list[float] = []
+        all_phases: list[dict[str, float]] = []
+        for cycle in range(args.shutdowns):
+            if cycle:
+                victim.start()
+                try:
+                    _wait(
+                        lambda: all(_partitions_ready(p, total, {0, 1, 2}, True) for p in ports.values()),
+                        args.isr_timeout,
+                        "full ISR after restart",
+                    )
+                except TimeoutError:
+                    print("  ISR not full everywhere after the restart; stopping anyway", flush=True)
+                _wait(lambda: _controller(zk) == controller, args.timeout, "same controller")
+            spies = []
+            if args.profile is not None and cycle == args.shutdowns - 1:
+                spies = _start_py_spy(args.profile, cluster)
+            load = os.getloadavg()
+            sigterm = time.time()
+            t0 = time.monotonic()
+            code = victim.stop(timeout=args.timeout)
+            t_shutdown = time.monotonic() - t0
+            totals.append(t_shutdown)
+            log = (victim.logs / "server.log").read_text(errors="replace")
+            ctl_path = cluster.broker(controller).logs / "controller.log"
+            ctl_log = ctl_path.read_text(errors="replace") if ctl_path.exists() else ""
+            ok = "Controlled shutdown request returned successfully" in log
             print(
-                "  controlled shutdown (leadership moved) {:.2f}s, then {:.2f}s until the log manager, "
-                "{:.2f}s closing logs".format(
-                    stamps["moved"] - stamps["start"],  # type: ignore[operator]
-                    stamps["logs"] - stamps["moved"],  # type: ignore[operator]
-                    stamps["done"] - stamps["logs"],  # type: ignore[operator]
-                ),
+                f"SHUTDOWN broker {victim.broker_id}: {t_shutdown:.2f}s exit={code} moved={ok} "
+                f"load={load[0]:.1f}/{load[1]:.1f}",
                 flush=True,
             )
-        live = {b.broker_id for b in cluster.brokers if b.process is not None}
-        survivor_ports = [ports[b] for b in live]
-        try:
-            _wait(
-                lambda: all(_partitions_ready(p, total, live, False) for p in survivor_ports),
-                args.isr_timeout,
-                "leaders after shutdown",
+            for spy in spies:
+                spy.wait(60)
+            phases = shutdown_phases(log, ctl_log, victim.broker_id, sigterm)
+            phases["->exit"] = sigterm + t_shutdown - (sigterm + sum(phases.values()))
+            all_phases.append(phases)
+            print("  phases: " + ", ".join(f"{k} {v:.2f}s" for k, v in phases.items()), flush=True)
+            live = {b.broker_id for b in cluster.brokers if b.process is not None}
+            survivor_ports = [ports[b] for b in live]
+            try:
+                _wait(
+                    lambda live=live, ports=survivor_ports: all(  # type: ignore[misc]  # binds this cycle's
+                        _partitions_ready(p, total, live, False) for p in ports
+                    ),
+                    args.isr_timeout,
+                    "leaders after shutdown",
+                )
+                print(f"  leaders on live brokers after {time.monotonic() - t0:.2f}s", flush=True)
+            except TimeoutError:
+                print("  some partitions without a live leader", flush=True)
+        if len(totals) > 1:
+            print(
+                f"SHUTDOWN x{len(totals)}: min {min(totals):.2f}s median {statistics.median(totals):.2f}s "
+                f"max {max(totals):.2f}s",
+                flush=True,
             )
-            print(f"  leaders on live brokers after {time.monotonic() - t0:.2f}s", flush=True)
-        except TimeoutError:
-            print("  some partitions without a live leader", flush=True)
+            for name in [m[0] for m in SHUTDOWN_MARKS] + ["->exit"]:
+                vals = [p[name] for p in all_phases if name in p]
+                if vals:
+                    print(
+                        f"  {name}: min {min(vals):.2f} median {statistics.median(vals):.2f} max {max(vals):.2f}",
+                        flush=True,
+                    )
+        if args.no_failover:
+            zk.stop()
+            zk.close()
+            return
 
         # --- controller failover
         old = _controller(zk)

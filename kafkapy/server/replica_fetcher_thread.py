@@ -218,6 +218,7 @@ class ReplicaFetcherThread(threading.Thread):
 
     def initiate_shutdown(self) -> None:
         self._stopping.set()
+        self._conn.initiate_close()  # an in-flight fetch returns now, not after the leader answers
         with self._lock:
             self._lock.notify_all()
 

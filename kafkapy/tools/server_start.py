@@ -66,7 +66,13 @@ def main(daemon: bool, overrides: tuple[str, ...], config_file: Path) -> None:
         log.exception("Exiting Kafka due to fatal exception")
         code = 1
     logging.shutdown()
-    sys.exit(code or 0)
+    # The broker has flushed and closed its logs, written its checkpoints and clean shutdown
+    # markers and closed its ZooKeeper session: what is left of the process is heap. Tearing
+    # the interpreter down frees it object by object (~1.3 s with 10k partitions, most of a
+    # controlled shutdown's budget); exit now, as the JVM's System.exit does for Kafka.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def _raise_open_files_limit() -> None:

@@ -223,15 +223,26 @@ class LogManager:
         live_dirs = self.live_log_dirs
         pools = {d: self._recovery_pool(d) for d in live_dirs}
         try:
-            closing: list[tuple[TopicPartition, Log, Future[None]]] = []
+            by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in pools}
             for tp, log in logs.items():
-                pool = pools.get(os.path.dirname(log.dir))
-                if pool is None:  # a log left in a dir that failed meanwhile
+                in_dir = by_dir.get(os.path.dirname(log.dir))
+                if in_dir is None:  # a log left in a dir that failed meanwhile
                     log.close_handlers()
                     continue
-                closing.append((tp, log, pool.submit(_flush_and_close, log)))
-            for tp, log, future in closing:
-                if (error := future.exception()) is not None:
+                in_dir.append((tp, log))
+            # One job per recovery thread, each closing its share of the dir's logs: a future
+            # per log (Kafka's one job per log) costs more than the close itself here, as the
+            # waiting thread and the closing one hand the GIL back and forth for every log
+            # (10k empty logs: ~1 s of handoffs for ~0.7 s of closing).
+            threads = self.recovery_threads_per_data_dir
+            jobs = [
+                pools[d].submit(_flush_and_close_all, in_dir[i::threads])
+                for d, in_dir in by_dir.items()
+                for i in range(threads)
+                if in_dir[i::threads]
+            ]
+            for job in jobs:
+                for tp, log, error in job.result():
                     logger.error("Error while closing log %s", tp, exc_info=error)
                     failed_dirs.add(os.path.dirname(log.dir))
         finally:
@@ -598,6 +609,20 @@ def halt(status: int) -> None:
 def _flush_and_close(log: Log) -> None:
     log.flush()
     log.close()
+
+
+def _flush_and_close_all(
+    logs: list[tuple[TopicPartition, Log]],
+) -> list[tuple[TopicPartition, Log, BaseException]]:
+    """Flush and close each log; the ones that failed, with their errors (one failing log
+    must not leave the others open)."""
+    failed: list[tuple[TopicPartition, Log, BaseException]] = []
+    for tp, log in logs:
+        try:
+            _flush_and_close(log)
+        except Exception as e:  # noqa: BLE001 - reported by the caller, per log
+            failed.append((tp, log, e))
+    return failed
 
 
 def _lock_dir(log_dir: str) -> int:

@@ -79,6 +79,9 @@ class FakeConnection:
         self.connected = False
         self.closed += 1
 
+    def initiate_close(self) -> None:
+        self.connected = False
+
 
 def response(*parts: Any, error_code: int = 0, session_id: int = 0) -> Any:
     return SimpleNamespace(
