@@ -111,6 +111,26 @@ def _controller(zk: KazooClient) -> int:
         return -1
 
 
+def _elect_preferred(zk: KazooClient, topics: int, partitions: int) -> None:
+    """A preferred replica election of every partition, as kafka-preferred-replica-election.sh
+    asks for it (/admin/preferred_replica_election)."""
+    import json
+
+    wanted = [{"topic": f"scale-{i}", "partition": p} for i in range(topics) for p in range(partitions)]
+    zk.create("/admin/preferred_replica_election", json.dumps({"version": 1, "partitions": wanted}).encode(),
+              makepath=True)  # fmt: skip
+
+
+def _leaders_of(port: int, broker_id: int) -> int:
+    md = _metadata(port)
+    if md is None:
+        return -1
+    topics = md.topics  # type: ignore[attr-defined]
+    return len(
+        [p for t in topics if t.name.startswith("scale-") for p in t.partitions if p.leader_id == broker_id]
+    )
+
+
 def _start_py_spy(out: Path, cluster: KafkapyCluster, seconds: int = 15) -> list[subprocess.Popen[bytes]]:
     """py-spy on every running broker (on-CPU samples, all threads) for `seconds`, started 1 s
     ahead of the SIGTERM so the first samples are in."""
@@ -205,6 +225,9 @@ def main() -> None:
         # --- controlled shutdown of a broker that is not the controller (repeated: min/median/max)
         controller = _controller(zk)
         victim = next(b for b in cluster.brokers if b.broker_id != controller)
+        preferred = sum(
+            1 for i in range(args.topics) for p in range(args.partitions) if (p + i) % 3 == victim.broker_id
+        )
         totals: list[float] = []
         all_phases: list[dict[str, float]] = []
         for cycle in range(args.shutdowns):
@@ -219,6 +242,17 @@ def main() -> None:
                 except TimeoutError:
                     print("  ISR not full everywhere after the restart; stopping anyway", flush=True)
                 _wait(lambda: _controller(zk) == controller, args.timeout, "same controller")
+                # A restarted broker leads nothing (auto.leader.rebalance.enable is off): hand it
+                # its preferred leaderships back so that each shutdown moves the same ~1/3.
+                _elect_preferred(zk, args.topics, args.partitions)
+                try:
+                    _wait(
+                        lambda: _leaders_of(ports[controller], victim.broker_id) >= preferred,
+                        args.isr_timeout,
+                        "preferred leaders back",
+                    )
+                except TimeoutError:
+                    print("  the restarted broker did not get its leaderships back in time", flush=True)
             spies = []
             if args.profile is not None and cycle == args.shutdowns - 1:
                 spies = _start_py_spy(args.profile, cluster)

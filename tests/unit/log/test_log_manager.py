@@ -283,3 +283,29 @@ def test_idle_producer_ids_expire_across_logs(log_dir: str, clock: FakeClock) ->
     clock.advance(4000)
     assert manager.remove_expired_producers(expiration_ms=5000) == 2
     manager.shutdown()
+
+
+def test_shutdown_closes_the_other_logs_when_one_fails_and_leaves_that_dir_unclean(
+    log_dir: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    manager = LogManager([log_dir], CONFIG, time_ms=clock, recovery_threads_per_data_dir=2)
+    manager.startup()
+    logs = {p: manager.get_or_create_log(TopicPartition("t", p)) for p in range(5)}
+    for log in logs.values():
+        log.append_as_leader(records(1))
+    closing_threads: set[str] = set()
+    real_close = type(logs[0]).close
+
+    def close(log: object) -> None:
+        closing_threads.add(threading.current_thread().name)
+        if log is logs[3]:
+            raise OSError("disk gone")
+        real_close(log)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(logs[0]), "close", close)
+    with caplog.at_level(logging.ERROR):
+        manager.shutdown()
+    assert "Error while closing log t-3" in caplog.text
+    assert all(log._closed for p, log in logs.items() if p != 3)  # one failure closes no fewer
+    assert not os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+    assert closing_threads and all(t.startswith("log-recovery-logs") for t in closing_threads)
