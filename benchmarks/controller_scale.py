@@ -78,7 +78,8 @@ def _stamp(log: str, needle: str, after: float = 0.0) -> float | None:
 # The stopping broker's shutdown, phase by phase: (name, log file, line marking the phase's end).
 # Each phase runs from the previous mark to its own; the first from SIGTERM.
 SHUTDOWN_MARKS = (
-    ("sigterm->controller", "controller", "Shutting down broker {victim}"),
+    ("sigterm->request", "victim", "Starting controlled shutdown"),
+    ("request->controller", "controller", "Shutting down broker {victim}"),
     ("controller->reply", "victim", "Controlled shutdown request returned successfully"),
     ("reply->fetchers", "victim", "] shutting down (kafkapy.server.ReplicaFetcherManager)"),
     ("fetchers stop", "victim", "] shutdown completed (kafkapy.server.ReplicaFetcherManager)"),

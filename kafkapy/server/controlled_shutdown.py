@@ -26,6 +26,7 @@ def request_controlled_shutdown(server: Any) -> bool:
     retries = config.controlled_shutdown_max_retries
     backoff_s = config.controlled_shutdown_retry_backoff_ms / 1000
     listener = config.inter_broker_listener_name
+    log.info("%s Starting controlled shutdown", server.log_ident)
     for attempt in range(1, retries + 1):
         if not server.zk.client.kazoo.connected:
             log.warning("%s Not connected to ZooKeeper: skipping controlled shutdown", server.log_ident)

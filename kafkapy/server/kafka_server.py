@@ -12,6 +12,7 @@ import asyncio
 import logging
 import signal
 import time
+from concurrent.futures import Executor
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -474,16 +475,23 @@ class KafkaServer:
     # -- shutdown -------------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         loop = asyncio.get_running_loop()
         log.info("%s shutting down", self.log_ident)
+        # The shutdown's blocking steps get a thread of their own: on the io executor they
+        # queue behind its backlog, and becoming leader of thousands of partitions queues a
+        # leader-epoch checkpoint write (two fsyncs) for each; at 10k partitions the
+        # ControlledShutdown request waited seconds there before it was even sent.
+        steps = ThreadPoolExecutor(1, thread_name_prefix="kafka-shutdown")
         if self.state == BrokerState.RunningAsBroker and self.config.controlled_shutdown_enable:
             self.state = BrokerState.PendingControlledShutdown
-            await self._controlled_shutdown()
+            await self._controlled_shutdown(steps)
         self.state = BrokerState.BrokerShuttingDown
         if self.socket_server is not None:
             await self.socket_server.shutdown()
         if self.metrics_server is not None:
-            await loop.run_in_executor(None, self.metrics_server.stop)
+            await loop.run_in_executor(steps, self.metrics_server.stop)
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.shutdown()
         if self.group_coordinator is not None:
@@ -491,9 +499,9 @@ class KafkaServer:
         if self.log_tasks is not None:
             self.log_tasks.stop()
         if self.replica_manager is not None:
-            await self.replica_manager.shutdown()  # stops the replica fetchers before the logs close
+            await self.replica_manager.shutdown(steps)  # stops the replica fetchers before the logs close
         if self.controller is not None:
-            await loop.run_in_executor(None, self.controller.shutdown)
+            await loop.run_in_executor(steps, self.controller.shutdown)
         if self.authorizer is not None:
             self.authorizer.close()
         if self._token_expiry_task is not None:
@@ -501,17 +509,23 @@ class KafkaServer:
         if self.token_manager is not None:
             self.token_manager.close()
         if self.log_manager is not None:
-            await loop.run_in_executor(None, self.log_manager.shutdown)
-        await loop.run_in_executor(None, self.zk.close)
+            await loop.run_in_executor(steps, self.log_manager.shutdown)
+        await loop.run_in_executor(steps, self.zk.close)
+        steps.shutdown(wait=False)
+        if self.io_executor is not None:
+            # What is still queued there (checkpoint writes of logs now closed, which wrote
+            # their checkpoints as they closed) has nothing left to do; the process exit
+            # would otherwise wait for it.
+            self.io_executor.shutdown(wait=False, cancel_futures=True)
         self.state = BrokerState.NotRunning
         log.info("%s shut down completed", self.log_ident)
 
-    async def _controlled_shutdown(self) -> None:
+    async def _controlled_shutdown(self, executor: Executor) -> None:
         from kafkapy.server.controlled_shutdown import request_controlled_shutdown
 
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(None, request_controlled_shutdown, self)
+            await loop.run_in_executor(executor, request_controlled_shutdown, self)
         except Exception as e:
             log.warning(
                 "%s Controlled shutdown failed: %s; proceeding to unclean leadership moves", self.log_ident, e

@@ -23,7 +23,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn
@@ -763,12 +763,13 @@ class ReplicaManager:
             )
             self._failure_handler.start()
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, executor: Executor | None = None) -> None:
+        """`executor` runs the blocking fetcher stop (default: the loop's default executor)."""
         loop = asyncio.get_running_loop()
         if self._failure_handler is not None:
             self._failure_handler.initiate_shutdown()
         await self.isr_manager.stop()
-        await loop.run_in_executor(None, self.fetcher_manager.shutdown)
+        await loop.run_in_executor(executor, self.fetcher_manager.shutdown)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
         self.delete_records_purgatory.shutdown()
