@@ -194,6 +194,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._delays: list[tuple[float, int, TopicPartition]] = []  # heap: (until, seq, tp)
         self._delay_seq = itertools.count()
         self._lags: dict[TopicPartition, int] = {}  # only lags above zero: max_lag reads these
+        self._left_out: set[TopicPartition] = set()  # sat the last request out for the quota
         self._next_sweep = time.monotonic() + LOG_START_SWEEP_S
         # The fetch session with the leader: only this thread builds requests and reads answers.
         self._session = FetchSessionHandler(leader.id, f"[{name}] ")
@@ -318,7 +319,10 @@ class ReplicaFetcherThread(threading.Thread):
         now = time.monotonic()
         queries = {}
         for tp in list(self._truncating):
-            state = self._partitions[tp]
+            state = self._partitions.get(tp)
+            if state is None:
+                self._truncating.discard(tp)
+                continue
             if not state.ready_to_truncate(now):
                 continue
             latest = state.log.latest_epoch
@@ -428,6 +432,7 @@ class ReplicaFetcherThread(threading.Thread):
     ) -> FetchRequestData | None:
         """Every partition ready to fetch (a new session, or a sessionless leader)."""
         self._changed.clear()
+        self._left_out.clear()
         self._next_sweep = now + LOG_START_SWEEP_S
         ready: list[tuple[TopicPartition, PartitionData]] = []
         for tp, s in self._partitions.items():
@@ -452,11 +457,17 @@ class ReplicaFetcherThread(threading.Thread):
             self._sweep_log_start_offsets(session)
             self._next_sweep = now + LOG_START_SWEEP_S
         # Under a replication throttle which partitions sit a fetch out moves with the quota:
-        # look at them all (only while a reassignment is throttled).
-        candidates = set(self._partitions) | self._changed if exceeded else self._changed
+        # look at them all while it is exceeded (only while a reassignment is throttled), and
+        # at those left out last time once it is not.
+        if exceeded:
+            candidates = self._changed | self._partitions.keys()
+        elif self._left_out:
+            candidates = self._changed | self._left_out
+        else:
+            candidates = self._changed
+        self._changed, self._left_out = set(), set()
         get = self._partitions.get
         changed = {tp: self._wanted(tp, get(tp), now, exceeded) for tp in candidates}
-        self._changed = set()
         if not changed and not session.session_partitions:
             return None
         return session.build_incremental(changed)
@@ -470,6 +481,7 @@ class ReplicaFetcherThread(threading.Thread):
         if exceeded and state.lag != 0 and self.quota is not None and self.quota.is_throttled(tp):
             # Kafka's shouldFollowerThrottle: lagging throttled partitions sit this fetch out.
             self._throttled = True
+            self._left_out.add(tp)
             return None
         return PartitionData(
             state.fetch_offset,

@@ -15,6 +15,7 @@ from kafkapy.protocol.errors import FetchSessionIdNotFoundException, NotLeaderOr
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.replica_fetcher_thread import FetcherConfig, InitialFetchState, ReplicaFetcherThread
+from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 CONFIG = FetcherConfig(max_wait_ms=500, min_bytes=1, response_max_bytes=1 << 20, partition_max_bytes=1024,
                        backoff_ms=50)  # fmt: skip
@@ -178,3 +179,25 @@ def test_lag_is_kept_per_lagging_partition(setup: Any) -> None:
     conn.respond = lambda request: response(part(None, hw=0, index=8), session_id=9)
     thread.do_work()
     assert thread.max_lag() == 0 and thread._lags == {}
+
+
+def test_a_throttled_partition_sits_out_while_the_quota_is_exceeded_and_comes_back_after() -> None:
+    quota = ReplicationQuotaManager()
+    quota.update_quota(1000)
+    quota.mark_throttled(TP.topic, [2])
+    logs = {tp(i): QuietLog() for i in range(1, 4)}
+    thread = ReplicaFetcherThread(1, 0, LEADER, CONFIG, connect=FakeConnection, quota=quota)
+    thread.add_partitions({p: InitialFetchState(LEADER, 3, q) for p, q in logs.items()})
+    conn: FakeConnection = thread._conn
+    conn.respond = lambda request: response(part(None, hw=50, index=2), session_id=4)
+    thread.do_work()
+    assert sorted(named(conn.requests[-1])) == [1, 2, 3]  # full; tp 2 lags 50 behind
+    conn.respond = lambda request: response(session_id=4)
+    quota.record(1_000_000)  # over the bound: the lagging throttled partition sits out
+    thread.do_work()
+    assert forgotten(conn.requests[-1]) == [2] and named(conn.requests[-1]) == {}
+    quota.update_quota(10**12)  # room again: it is back without any other change to it
+    thread.do_work()
+    assert list(named(conn.requests[-1])) == [2] and forgotten(conn.requests[-1]) == []
+    thread.do_work()
+    assert named(conn.requests[-1]) == {}
