@@ -16,8 +16,11 @@ cores, which makes 0.5 harder to reach.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,6 +33,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from benchmarks.brokers import cpu_seconds, python_broker_pid  # noqa: E402
 from benchmarks.produce import producer_config  # noqa: E402
+from benchmarks.profiling import py_spy, top_functions  # noqa: E402
 from kafkapy.testing import kafkapy_cluster_context  # noqa: E402
 
 
@@ -82,6 +86,42 @@ def _create(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
     raise TimeoutError(f"topics {sorted(topics)} not fully in sync after 60 s")
 
 
+def _spy(pids: list[int], out: Path | None, label: str) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """py-spy on every broker from now until `_stop` (a profiled run's rates are not figures)."""
+    if out is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    spies = []
+    for i, pid in enumerate(pids):
+        path = out / f"{label}-broker{i}.speedscope.json"
+        cmd = [
+            py_spy(),
+            "record",
+            "--nonblocking",
+            "-r",
+            "200",
+            "-f",
+            "speedscope",
+            "-o",
+            str(path),
+            "-p",
+            str(pid),
+        ]
+        spies.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), path))
+    time.sleep(1.0)  # py-spy attaches
+    return spies
+
+
+def _stop(spies: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
+    for proc, _ in spies:
+        proc.send_signal(signal.SIGINT)
+    for proc, path in spies:
+        proc.wait(30)
+        if path.exists():
+            top = top_functions(path, 15)
+            print(f"  {path.name}: {json.dumps(top, indent=1)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -91,6 +131,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--sizes", default="1024,100")
     parser.add_argument("--broker-config", action="append", default=[], help="key=value for every broker")
+    parser.add_argument(
+        "--profile", type=Path, default=None,
+        help="directory: py-spy every broker during the RF 3 rounds (speedscope files, top functions)",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     overrides = dict(kv.split("=", 1) for kv in args.broker_config)
@@ -111,7 +155,9 @@ def main() -> None:
                 for rf in ("rf1", "rf3"):
                     topic = f"{rf}-{size}"
                     cpu0 = sum(cpu_seconds(pid) for pid in pids)
+                    spies = _spy(pids, args.profile, f"{topic}-r{r + 1}") if rf == "rf3" else []
                     wall_s = produce(bootstrap, topic, size, records)
+                    _stop(spies)
                     cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
                     rate = records * size / wall_s / 1_000_000
                     rates[topic].append(rate)
