@@ -86,6 +86,25 @@ def _create(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
     raise TimeoutError(f"topics {sorted(topics)} not fully in sync after 60 s")
 
 
+def _warm_up(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
+    """One acks=all record to every partition, acknowledged: the followers of a topic created a
+    moment ago fetch (a follower whose first fetch meets a leader that has not taken its
+    LeaderAndIsr yet backs off replica.fetch.backoff.ms, 1 s, which the first RF 3 round would
+    otherwise pay: a 0.6 s stall of that round's first produce in the request log)."""
+    failed = 0
+
+    def on_delivery(err: object, _msg: object) -> None:
+        nonlocal failed
+        failed += err is not None
+
+    producer = Producer({**producer_config(bootstrap, "all"), "on_delivery": on_delivery})
+    for topic, assignment in topics.items():
+        for p in range(len(assignment)):
+            producer.produce(topic, b"warm-up", partition=p)
+    if producer.flush(60) or failed:
+        raise RuntimeError(f"warm-up records not acknowledged: {failed} failed")
+
+
 def _spy(pids: list[int], out: Path | None, label: str) -> list[tuple[subprocess.Popen[bytes], Path]]:
     """py-spy on every broker from now until `_stop` (a profiled run's rates are not figures)."""
     if out is None:
@@ -146,6 +165,7 @@ def main() -> None:
     with kafkapy_cluster_context(3, overrides) as cluster:
         bootstrap = cluster.bootstrap_servers
         _create(bootstrap, topics)
+        _warm_up(bootstrap, topics)
         pids = [python_broker_pid(b.process.pid) for b in cluster.brokers if b.process is not None]
         rates: dict[str, list[float]] = {t: [] for t in topics}
         cpu_per_gb: dict[str, list[float]] = {t: [] for t in topics}
