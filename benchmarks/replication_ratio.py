@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -105,6 +107,46 @@ def _warm_up(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
         raise RuntimeError(f"warm-up records not acknowledged: {failed} failed")
 
 
+def _request_log_config() -> Path:
+    """config/logging.yaml with kafka.request.logger at DEBUG (Kafka's "Completed request" lines)."""
+    text = (REPO / "config" / "logging.yaml").read_text()
+    path = Path(tempfile.mkdtemp(prefix="replication-ratio-")) / "logging.yaml"
+    path.write_text(text.replace("kafka.request.logger: WARN", "kafka.request.logger: DEBUG"))
+    return path
+
+
+_COMPLETED = re.compile(
+    r"apiKey=(\w+),.*clientId=([\w.-]+),.*response:\{size=(\d+)\}.*"
+    r"remoteTime:([\d.]+),.*sendTime:([\d.]+),"
+)
+
+
+def _print_request_times(logs: list[Path]) -> None:
+    """Brokers 1 and 2 lead only RF 3 partitions: their produces' remote time is the replication
+    round trip (append to high watermark); a follower fetch's send time is its answer's trip
+    through the socket. Fetches that carried no records (under 1 KB) are left out."""
+    for broker, path in enumerate(logs):
+        remote: list[float] = []
+        send: list[float] = []
+        for line in path.read_text().splitlines() if path.exists() else []:
+            m = _COMPLETED.search(line)
+            if m is None:
+                continue
+            api, client, size = m.group(1), m.group(2), int(m.group(3))
+            if api == "PRODUCE" and broker > 0:
+                remote.append(float(m.group(4)))
+            elif api == "FETCH" and "-fetcher-" in client and size >= 1024:
+                send.append(float(m.group(5)))
+        parts = [f"broker {broker}:"]
+        for name, xs in (("produce remoteTime", remote), ("follower fetch sendTime", send)):
+            if xs:
+                xs.sort()
+                parts.append(
+                    f"{name} ms median {statistics.median(xs):.2f} p90 {xs[int(0.9 * len(xs))]:.2f} (n={len(xs)})"
+                )
+        print("  ".join(parts))
+
+
 def _spy(pids: list[int], out: Path | None, label: str) -> list[tuple[subprocess.Popen[bytes], Path]]:
     """py-spy on every broker from now until `_stop` (a profiled run's rates are not figures)."""
     if out is None:
@@ -151,6 +193,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1024,100")
     parser.add_argument("--broker-config", action="append", default=[], help="key=value for every broker")
     parser.add_argument(
+        "--request-log",
+        action="store_true",
+        help="brokers write kafka-request.log (DEBUG): print the RF 3 leaders' produce remote "
+        "times and the follower fetches' send times",
+    )
+    parser.add_argument(
         "--profile", type=Path, default=None,
         help="directory: py-spy every broker during the RF 3 rounds (speedscope files, top functions)",
     )  # fmt: skip
@@ -162,10 +210,15 @@ def main() -> None:
     for size in sizes:
         topics[f"rf1-{size}"] = [[0] for _ in range(n)]
         topics[f"rf3-{size}"] = [[(p + i) % 3 for i in range(3)] for p in range(n)]
+    request_logs: list[Path] = []
+    if args.request_log:
+        os.environ["KAFKAPY_LOG_CONFIG"] = str(_request_log_config())
     with kafkapy_cluster_context(3, overrides) as cluster:
         bootstrap = cluster.bootstrap_servers
         _create(bootstrap, topics)
         _warm_up(bootstrap, topics)
+        if args.request_log:
+            request_logs = [b.logs / "kafka-request.log" for b in cluster.brokers]
         pids = [python_broker_pid(b.process.pid) for b in cluster.brokers if b.process is not None]
         rates: dict[str, list[float]] = {t: [] for t in topics}
         cpu_per_gb: dict[str, list[float]] = {t: [] for t in topics}
@@ -201,6 +254,8 @@ def main() -> None:
                 statistics.median(cpu_per_gb[f"rf3-{size}"]),
             )
             print(f"        brokers' CPU s/GB median RF1 {c1:.1f}  RF3 {c3:.1f}  RF1/RF3 {c1 / c3:.2f}")
+        if args.request_log:
+            _print_request_times(request_logs)
 
 
 if __name__ == "__main__":
