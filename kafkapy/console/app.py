@@ -33,6 +33,7 @@ from kafkapy.protocol.errors import (
     SaslAuthenticationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.zk.errors import ZooKeeperClientTimeoutError
 
 HERE = Path(__file__).parent
 RECORDS_DEFAULT, RECORDS_MAX = 20, 500
@@ -167,9 +168,19 @@ async def brokers_page(console: Console, request: Request) -> Response:
     def gather(credentials: Credentials | None) -> dict[str, Any]:
         from kafkapy.console.zk_view import broker_endpoints
 
-        endpoints = broker_endpoints(zookeeper) if zookeeper else None
+        endpoints, zookeeper_error = None, None
+        if zookeeper:
+            try:
+                endpoints = broker_endpoints(zookeeper)
+            except ZooKeeperClientTimeoutError as e:
+                # The brokers still answer: show what Metadata says, and why the rest is missing.
+                zookeeper_error = str(e)
         with console.access.admin(credentials) as admin:
-            return {"brokers": read_model.brokers(admin, endpoints), "zookeeper": zookeeper}
+            return {
+                "brokers": read_model.brokers(admin, endpoints),
+                "zookeeper": zookeeper,
+                "zookeeper_error": zookeeper_error,
+            }
 
     return await console.page(request, "brokers.html", gather)
 
