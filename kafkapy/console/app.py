@@ -48,6 +48,7 @@ class ConsoleConfig:
     read_write: bool = False
     # How often the plots' samplers measure group lag and scrape the metrics endpoints.
     sample_interval_s: float = 5.0
+    https: bool = False  # served with --ssl-certfile: session cookies are Secure
 
 
 class Console:
@@ -56,7 +57,7 @@ class Console:
     def __init__(self, config: ConsoleConfig) -> None:
         self.config = config
         self.access = ClusterAccess(config.bootstrap_servers, config.client_properties)
-        self.sessions = SessionStore()
+        self.sessions = SessionStore(secure_cookies=config.https)
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,  # always, whatever the file name: cluster data is untrusted
