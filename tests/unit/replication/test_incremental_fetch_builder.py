@@ -18,7 +18,7 @@ from kafkapy.server.replica_fetcher_thread import FetcherConfig, InitialFetchSta
 from kafkapy.server.replication_quota import ReplicationQuotaManager
 
 CONFIG = FetcherConfig(max_wait_ms=500, min_bytes=1, response_max_bytes=1 << 20, partition_max_bytes=1024,
-                       backoff_ms=50)  # fmt: skip
+                       backoff_ms=5000)  # fmt: skip  # long: a slow machine must not end a backoff mid-test
 QUIET = 500  # partitions besides TP that never change
 
 
