@@ -201,3 +201,29 @@ def test_a_throttled_partition_sits_out_while_the_quota_is_exceeded_and_comes_ba
     assert list(named(conn.requests[-1])) == [2] and forgotten(conn.requests[-1]) == []
     thread.do_work()
     assert named(conn.requests[-1]) == {}
+
+
+class OldLeader(FakeConnection):
+    """A leader without fetch sessions (Fetch v6 at most)."""
+
+    def pick_version(self, api_key: int, ours: tuple[int, int]) -> int:
+        return 6 if api_key == 1 else super().pick_version(api_key, ours)
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        assert version == 6
+        self.requests.append(body)
+        return self.respond(body)
+
+
+def test_a_sessionless_leader_gets_every_partition_every_time() -> None:
+    logs = {tp(i): QuietLog() for i in range(3)}
+    thread = ReplicaFetcherThread(1, 0, LEADER, CONFIG, connect=OldLeader)
+    thread.add_partitions({p: InitialFetchState(LEADER, 3, q) for p, q in logs.items()})
+    conn: FakeConnection = thread._conn
+    thread.do_work()  # the first request is full at epoch 0 (the version is not known yet)
+    conn.respond = lambda request: response(part(None, hw=7, index=1))
+    for _ in range(2):
+        thread.do_work()
+        req = conn.requests[-1]
+        assert (req["session_id"], req["session_epoch"]) == (0, -1) and sorted(named(req)) == [0, 1, 2]
+    assert thread.max_lag() == 7
