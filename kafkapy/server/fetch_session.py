@@ -5,9 +5,12 @@ session id and remembers each partition's request (offset, max bytes, leader epo
 follower's log start offset) and what it last told the client (high watermark, last stable
 offset, log start offset). From then on the client sends incremental fetches (that id, epoch
 1, 2, ...) naming only the partitions whose request changed, plus the ones to forget; the
-broker reads every partition of the session and answers only those with something new: records,
-a changed high watermark, last stable offset or log start offset, or an error. A follower of
-thousands of quiet partitions thus sends and receives a few bytes per fetch.
+broker answers only the partitions with something new: records, a changed high watermark, last
+stable offset or log start offset, or an error. A follower of thousands of quiet partitions
+thus sends and receives a few bytes per fetch. A consumer's session reads every partition to
+find them; a follower's (`tracked`) reads only those named, those not idle at their last read
+and those marked since by server/fetch_session_watch.py, so a quiet follower costs the leader
+next to nothing per fetch either.
 
 Request metadata, as Kafka's FetchMetadata reads it:
 

@@ -378,7 +378,7 @@ def test_idle_partitions_of_a_follower_session_stay_in_sync(tmp_path: Path) -> N
     an append comes; the append and the high watermark reach the follower; DeleteRecords on an
     idle partition completes (the follower hears of the new log start offset); and after the
     leader moves (clean stop) and comes back as a follower, everything converges again."""
-    lag_ms = 3000
+    lag_ms = 5000
     overrides = {
         "auto.leader.rebalance.enable": "false",
         "replica.lag.time.max.ms": str(lag_ms),
@@ -397,17 +397,26 @@ def test_idle_partitions_of_a_follower_session_stay_in_sync(tmp_path: Path) -> N
         )
         time.sleep(2.5 * lag_ms / 1000)  # idle: no partition has news for the follower
         assert _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}
-        produce(cluster, "quiet", {7: 1, 31: 3})
+        # An append the follower cannot fetch for a while: the ISR-expiration check (every half
+        # lag) runs while it trails, and must find it caught up recently (at its idle fetches),
+        # not at its last read of the partition, 2.5 lag periods ago.
+        cluster.brokers[1].pause()
+        try:
+            producer = Producer({"bootstrap.servers": cluster.brokers[0].bootstrap, "acks": 1})
+            producer.produce("quiet", b"late", partition=7)
+            assert producer.flush(WAIT_S) == 0
+            time.sleep(0.52 * lag_ms / 1000)
+        finally:
+            cluster.brokers[1].resume()
+        produce(cluster, "quiet", {31: 3})
         wait_until(
             lambda: (
                 (hw := _checkpointed_high_watermarks(follower_dir, "quiet")).get(7) == 3 and hw.get(31) == 5
             ),
             "the new high watermarks on the follower",
         )
-        # Two ISR-expiration rounds after the append: nobody was shrunk out.
-        time.sleep(lag_ms / 1000)
-        assert _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}
         assert "Shrinking ISR" not in cluster.brokers[0].server_log()
+        assert _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}
         # DeleteRecords on an idle partition waits for the follower's log start offset.
         offsets = tmp_path / "offsets.json"
         offsets.write_text('{"partitions": [{"topic": "quiet", "partition": 12, "offset": 1}], "version": 1}')

@@ -6,9 +6,15 @@ fill min_bytes waits in the fetch purgatory (no handler is blocked meanwhile) un
 to one of its partitions satisfies it or max_wait_ms passes.
 
 Fetch sessions (KIP-227, v7+; server/fetch_session.py): a full fetch with epoch 0 opens a
-session when the cache has a slot; an incremental fetch reads every partition of its session
-and answers only the partitions with news. Sessionless clients (epoch -1, e.g. librdkafka) are
-served exactly as before.
+session when the cache has a slot; an incremental fetch answers only the partitions with news.
+A consumer's reads every partition of its session; a follower's reads only those that may have
+news (server/fetch_session_watch.py: named, not idle at their last read, or marked since), its
+idle ones counted as fetched, and parks on the session rather than on each partition.
+Sessionless clients (epoch -1, e.g. librdkafka) are served exactly as before.
+
+Metrics: BrokerTopicMetrics' TotalFetchRequestsPerSec counts the partitions a fetch read, as
+Kafka counts per partition fetched; a follower's idle partitions are not read, so not counted
+(counting them would cost the per-partition walk this avoids).
 
 With an authorizer: a follower (replica id >= 0) needs ClusterAction on the cluster, a consumer
 Read on each topic; a refused partition is answered TOPIC_AUTHORIZATION_FAILED (Kafka's answer
