@@ -33,6 +33,7 @@ from kafkapy.protocol.errors import (
     SaslAuthenticationException,
     UnknownTopicOrPartitionException,
 )
+from kafkapy.zk.errors import ZooKeeperClientTimeoutError
 
 HERE = Path(__file__).parent
 RECORDS_DEFAULT, RECORDS_MAX = 20, 500
@@ -47,6 +48,7 @@ class ConsoleConfig:
     read_write: bool = False
     # How often the plots' samplers measure group lag and scrape the metrics endpoints.
     sample_interval_s: float = 5.0
+    https: bool = False  # served with --ssl-certfile: session cookies are Secure
 
 
 class Console:
@@ -55,7 +57,7 @@ class Console:
     def __init__(self, config: ConsoleConfig) -> None:
         self.config = config
         self.access = ClusterAccess(config.bootstrap_servers, config.client_properties)
-        self.sessions = SessionStore()
+        self.sessions = SessionStore(secure_cookies=config.https)
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,  # always, whatever the file name: cluster data is untrusted
@@ -167,9 +169,19 @@ async def brokers_page(console: Console, request: Request) -> Response:
     def gather(credentials: Credentials | None) -> dict[str, Any]:
         from kafkapy.console.zk_view import broker_endpoints
 
-        endpoints = broker_endpoints(zookeeper) if zookeeper else None
+        endpoints, zookeeper_error = None, None
+        if zookeeper:
+            try:
+                endpoints = broker_endpoints(zookeeper)
+            except ZooKeeperClientTimeoutError as e:
+                # The brokers still answer: show what Metadata says, and why the rest is missing.
+                zookeeper_error = str(e)
         with console.access.admin(credentials) as admin:
-            return {"brokers": read_model.brokers(admin, endpoints), "zookeeper": zookeeper}
+            return {
+                "brokers": read_model.brokers(admin, endpoints),
+                "zookeeper": zookeeper,
+                "zookeeper_error": zookeeper_error,
+            }
 
     return await console.page(request, "brokers.html", gather)
 

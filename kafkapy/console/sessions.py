@@ -30,8 +30,10 @@ class Session:
 
 
 class SessionStore:
-    def __init__(self) -> None:
+    def __init__(self, secure_cookies: bool = False) -> None:
         self._sessions: dict[str, Session] = {}
+        # Served over HTTPS: the session cookie must never travel over plain HTTP.
+        self._secure = secure_cookies
 
     def get(self, request: Request) -> Session | None:
         sid = request.cookies.get(COOKIE)
@@ -56,6 +58,7 @@ class SessionStore:
     def drop(self, session: Session) -> None:
         self._sessions.pop(session.id, None)
 
-    @staticmethod
-    def set_cookie(response: Response, session: Session) -> None:
-        response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict", path="/")
+    def set_cookie(self, response: Response, session: Session) -> None:
+        response.set_cookie(
+            COOKIE, session.id, httponly=True, samesite="strict", path="/", secure=self._secure
+        )

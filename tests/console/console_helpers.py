@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -38,9 +39,11 @@ START_TIMEOUT_S = 60.0
 class ConsoleProcess:
     """`python -m kafkapy.console.cli ...` on a free port; stopped by its own pid."""
 
-    def __init__(self, args: list[str], log_path: Path) -> None:
+    def __init__(self, args: list[str], log_path: Path, ca: Path | None = None) -> None:
+        """`ca`: the console serves HTTPS (its args carry --ssl-certfile), trusted through this CA."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if ca else 'http'}://127.0.0.1:{self.port}"
+        self.tls = ssl.create_default_context(cafile=str(ca)) if ca else None
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -54,7 +57,7 @@ class ConsoleProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"kafkapy-console exited: {log_path.read_text()}")
             try:
-                urllib.request.urlopen(self.url + "/static/console.css", timeout=5).read()
+                urllib.request.urlopen(self.url + "/static/console.css", timeout=5, context=self.tls).read()
                 return
             except (urllib.error.URLError, OSError):
                 if time.monotonic() > deadline:

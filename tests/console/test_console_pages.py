@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from console_helpers import ConsoleProcess
+from console_helpers import ConsoleProcess, free_port
 
 from kafkapy.client.admin import AdminClient as KafkapyAdmin
 from kafkapy.client.admin import NewTopic as KafkapyNewTopic
@@ -100,6 +100,24 @@ def test_brokers_page_lists_each_broker_with_controller_and_partitions_led(
     endpoints = cells(page, "brokers", "data-broker", "endpoints")
     for b in cluster.brokers:
         assert f"PLAINTEXT://127.0.0.1:{b.port}" in endpoints[str(b.broker_id)]
+
+
+def test_brokers_page_says_when_zookeeper_does_not_answer(
+    cluster: KafkapyCluster, page: Any, tmp_path: Path
+) -> None:
+    silent = f"127.0.0.1:{free_port()}"  # nothing listens there
+    proc = ConsoleProcess(
+        ["--bootstrap-server", cluster.bootstrap_servers, "--zookeeper", silent], tmp_path / "console.log"
+    )
+    try:
+        response = page.goto(proc.url + "/")
+        assert response.status == 200
+        note = page.locator("#zookeeper-error").inner_text()
+        assert f"ZooKeeper {silent} did not answer (Timed out waiting for connection to {silent}" in note
+        # What Metadata says is still there: each broker with its one endpoint.
+        assert page.locator("table#brokers tbody tr").count() == len(cluster.brokers)
+    finally:
+        proc.stop()
 
 
 def test_topics_page_shows_partitions_replication_configs_and_sizes(
