@@ -400,9 +400,16 @@ def test_idle_partitions_of_a_follower_session_stay_in_sync(tmp_path: Path) -> N
         # An append the follower cannot fetch for a while: the ISR-expiration check (every half
         # lag) runs while it trails, and must find it caught up recently (at its idle fetches),
         # not at its last read of the partition, 2.5 lag periods ago.
+        # The producer connects before the pause (its set-up must not stretch the window).
+        producer = Producer({"bootstrap.servers": cluster.brokers[0].bootstrap, "acks": 1})
+        producer.produce("quiet", b"warm-up", partition=39)
+        assert producer.flush(WAIT_S) == 0
+        wait_until(
+            lambda: _checkpointed_high_watermarks(follower_dir, "quiet").get(39) == 3,
+            "the warm-up replicated",
+        )
         cluster.brokers[1].pause()
         try:
-            producer = Producer({"bootstrap.servers": cluster.brokers[0].bootstrap, "acks": 1})
             producer.produce("quiet", b"late", partition=7)
             assert producer.flush(WAIT_S) == 0
             time.sleep(0.52 * lag_ms / 1000)
