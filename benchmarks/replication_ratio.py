@@ -16,9 +16,14 @@ cores, which makes 0.5 harder to reach.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +35,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from benchmarks.brokers import cpu_seconds, python_broker_pid  # noqa: E402
 from benchmarks.produce import producer_config  # noqa: E402
+from benchmarks.profiling import py_spy, top_functions  # noqa: E402
 from kafkapy.testing import kafkapy_cluster_context  # noqa: E402
 
 
@@ -82,6 +88,101 @@ def _create(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
     raise TimeoutError(f"topics {sorted(topics)} not fully in sync after 60 s")
 
 
+def _warm_up(bootstrap: str, topics: dict[str, list[list[int]]]) -> None:
+    """One acks=all record to every partition, acknowledged: the followers of a topic created a
+    moment ago fetch (a follower whose first fetch meets a leader that has not taken its
+    LeaderAndIsr yet backs off replica.fetch.backoff.ms, 1 s, which the first RF 3 round would
+    otherwise pay: a 0.6 s stall of that round's first produce in the request log)."""
+    failed = 0
+
+    def on_delivery(err: object, _msg: object) -> None:
+        nonlocal failed
+        failed += err is not None
+
+    producer = Producer({**producer_config(bootstrap, "all"), "on_delivery": on_delivery})
+    for topic, assignment in topics.items():
+        for p in range(len(assignment)):
+            producer.produce(topic, b"warm-up", partition=p)
+    if producer.flush(60) or failed:
+        raise RuntimeError(f"warm-up records not acknowledged: {failed} failed")
+
+
+def _request_log_config() -> Path:
+    """config/logging.yaml with kafka.request.logger at DEBUG (Kafka's "Completed request" lines)."""
+    text = (REPO / "config" / "logging.yaml").read_text()
+    path = Path(tempfile.mkdtemp(prefix="replication-ratio-")) / "logging.yaml"
+    path.write_text(text.replace("kafka.request.logger: WARN", "kafka.request.logger: DEBUG"))
+    return path
+
+
+_COMPLETED = re.compile(
+    r"apiKey=(\w+),.*clientId=([\w.-]+),.*response:\{size=(\d+)\}.*"
+    r"remoteTime:([\d.]+),.*sendTime:([\d.]+),"
+)
+
+
+def _print_request_times(logs: list[Path]) -> None:
+    """Brokers 1 and 2 lead only RF 3 partitions: their produces' remote time is the replication
+    round trip (append to high watermark); a follower fetch's send time is its answer's trip
+    through the socket. Fetches that carried no records (under 1 KB) are left out."""
+    for broker, path in enumerate(logs):
+        remote: list[float] = []
+        send: list[float] = []
+        for line in path.read_text().splitlines() if path.exists() else []:
+            m = _COMPLETED.search(line)
+            if m is None:
+                continue
+            api, client, size = m.group(1), m.group(2), int(m.group(3))
+            if api == "PRODUCE" and broker > 0:
+                remote.append(float(m.group(4)))
+            elif api == "FETCH" and "-fetcher-" in client and size >= 1024:
+                send.append(float(m.group(5)))
+        parts = [f"broker {broker}:"]
+        for name, xs in (("produce remoteTime", remote), ("follower fetch sendTime", send)):
+            if xs:
+                xs.sort()
+                parts.append(
+                    f"{name} ms median {statistics.median(xs):.2f} p90 {xs[int(0.9 * len(xs))]:.2f} (n={len(xs)})"
+                )
+        print("  ".join(parts))
+
+
+def _spy(pids: list[int], out: Path | None, label: str) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """py-spy on every broker from now until `_stop` (a profiled run's rates are not figures)."""
+    if out is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    spies = []
+    for i, pid in enumerate(pids):
+        path = out / f"{label}-broker{i}.speedscope.json"
+        cmd = [
+            py_spy(),
+            "record",
+            "--nonblocking",
+            "-r",
+            "200",
+            "-f",
+            "speedscope",
+            "-o",
+            str(path),
+            "-p",
+            str(pid),
+        ]
+        spies.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), path))
+    time.sleep(1.0)  # py-spy attaches
+    return spies
+
+
+def _stop(spies: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
+    for proc, _ in spies:
+        proc.send_signal(signal.SIGINT)
+    for proc, path in spies:
+        proc.wait(30)
+        if path.exists():
+            top = top_functions(path, 15)
+            print(f"  {path.name}: {json.dumps(top, indent=1)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -91,6 +192,16 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--sizes", default="1024,100")
     parser.add_argument("--broker-config", action="append", default=[], help="key=value for every broker")
+    parser.add_argument(
+        "--request-log",
+        action="store_true",
+        help="brokers write kafka-request.log (DEBUG): print the RF 3 leaders' produce remote "
+        "times and the follower fetches' send times",
+    )
+    parser.add_argument(
+        "--profile", type=Path, default=None,
+        help="directory: py-spy every broker during the RF 3 rounds (speedscope files, top functions)",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     overrides = dict(kv.split("=", 1) for kv in args.broker_config)
@@ -99,9 +210,15 @@ def main() -> None:
     for size in sizes:
         topics[f"rf1-{size}"] = [[0] for _ in range(n)]
         topics[f"rf3-{size}"] = [[(p + i) % 3 for i in range(3)] for p in range(n)]
+    request_logs: list[Path] = []
+    if args.request_log:
+        os.environ["KAFKAPY_LOG_CONFIG"] = str(_request_log_config())
     with kafkapy_cluster_context(3, overrides) as cluster:
         bootstrap = cluster.bootstrap_servers
         _create(bootstrap, topics)
+        _warm_up(bootstrap, topics)
+        if args.request_log:
+            request_logs = [b.logs / "kafka-request.log" for b in cluster.brokers]
         pids = [python_broker_pid(b.process.pid) for b in cluster.brokers if b.process is not None]
         rates: dict[str, list[float]] = {t: [] for t in topics}
         cpu_per_gb: dict[str, list[float]] = {t: [] for t in topics}
@@ -111,7 +228,9 @@ def main() -> None:
                 for rf in ("rf1", "rf3"):
                     topic = f"{rf}-{size}"
                     cpu0 = sum(cpu_seconds(pid) for pid in pids)
+                    spies = _spy(pids, args.profile, f"{topic}-r{r + 1}") if rf == "rf3" else []
                     wall_s = produce(bootstrap, topic, size, records)
+                    _stop(spies)
                     cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
                     rate = records * size / wall_s / 1_000_000
                     rates[topic].append(rate)
@@ -135,6 +254,8 @@ def main() -> None:
                 statistics.median(cpu_per_gb[f"rf3-{size}"]),
             )
             print(f"        brokers' CPU s/GB median RF1 {c1:.1f}  RF3 {c3:.1f}  RF1/RF3 {c1 / c3:.2f}")
+        if args.request_log:
+            _print_request_times(request_logs)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,22 @@ a full request that closes the old session (its id, epoch 0); FETCH_SESSION_ID_N
 starts from scratch (id 0). A broker that grants no session (id 0 in the answer: no slot, or an
 old broker) gets full requests at epoch 0 every time, which keep asking for one.
 
+Two ways to say what to fetch: `build(partitions)` takes every partition wanted now and diffs
+it against the session (the consumer's way, O(partitions)); `build_incremental(changed)` takes
+only the partitions whose request data may have moved since the last request (None: no longer
+wanted), for a caller that tracks its changes itself, so a request costs O(changes) however many
+partitions the session holds (a follower of thousands of quiet partitions). A full request
+(`needs_full_request`) always names every partition, through `build`.
+
 Sans I/O: the caller builds and sends requests, and hands the outcome back.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from kafkapy.common.topic_partition import TopicPartition
@@ -62,20 +70,51 @@ class FetchSessionHandler:
         self.epoch = INITIAL_EPOCH
         # What the broker's session holds for each partition, as last sent: its read order too.
         self._session: dict[TopicPartition, PartitionData] = {}
+        self._session_view = MappingProxyType(self._session)
         self.full_requests = 0
         self.incremental_requests = 0
+
+    @property
+    def needs_full_request(self) -> bool:
+        """The next request must name every partition (no session yet, or it was dropped)."""
+        return self.epoch == INITIAL_EPOCH
+
+    @property
+    def session_partitions(self) -> Mapping[TopicPartition, PartitionData]:
+        """What the broker's session holds, as last sent (a live read-only view)."""
+        return self._session_view
 
     def build(self, partitions: dict[TopicPartition, PartitionData]) -> FetchRequestData:
         """The next request for `partitions` (every partition to fetch now, in order)."""
         if self.epoch == INITIAL_EPOCH:
-            self._session = dict(partitions)
+            self._session.clear()
+            self._session.update(partitions)
             self.full_requests += 1
             return FetchRequestData(dict(partitions), [], self.session_id, INITIAL_EPOCH)
-        to_forget = [tp for tp in self._session if tp not in partitions]
-        to_send = {tp: d for tp, d in partitions.items() if self._session.get(tp) != d}
-        for tp in to_forget:
-            del self._session[tp]
-        self._session.update(to_send)
+        changed: dict[TopicPartition, PartitionData | None] = dict.fromkeys(
+            [tp for tp in self._session if tp not in partitions]
+        )
+        changed.update(partitions)
+        return self.build_incremental(changed)
+
+    def build_incremental(self, changed: Mapping[TopicPartition, PartitionData | None]) -> FetchRequestData:
+        """The next incremental request, from the partitions that may have changed since the last
+        one (None: stop fetching it); the rest of the session stays as it is. Only while a
+        session is open (not `needs_full_request`)."""
+        if self.epoch == INITIAL_EPOCH:
+            raise ValueError("a full fetch request is due: build() it from every partition")
+        session = self._session
+        to_send: dict[TopicPartition, PartitionData] = {}
+        to_forget: list[TopicPartition] = []
+        for tp, d in changed.items():
+            current = session.get(tp)
+            if d is None:
+                if current is not None:
+                    del session[tp]
+                    to_forget.append(tp)
+            elif d != current:
+                session[tp] = d
+                to_send[tp] = d
         self.incremental_requests += 1
         return FetchRequestData(to_send, to_forget, self.session_id, self.epoch)
 

@@ -12,6 +12,18 @@ epoch each log holds, and each log is cut where the leader says that epoch ends 
 when the leader answers with an older epoch). Only a log that carries no epochs at all falls
 back to the pre-KIP-101 rule of cutting at its high watermark.
 
+A fetch round costs what changed, not what is followed: while the leader holds a KIP-227
+session, each request is incremental and carries only the partitions marked in `_changed`
+since the last one (an append moved the fetch offset or the log start offset, a partition was
+added, removed, re-added with a new leader epoch, went from truncating to fetching, was delayed
+after an error or came back from the delay), found without a scan; delays wait in a heap, the
+truncating partitions in their own set, lags above zero in their own dict, so nothing per round
+walks every partition. The partition data a response answers is the session's (what the
+leader holds), so processing walks the response only. A full request (no session yet, after a
+session error, a sessionless leader) and a round under a replication throttle still go through
+every partition. The one change made outside this thread, the follower's own retention moving
+its log start offset, is picked up by a sweep every LOG_START_SWEEP_S.
+
 Appends go straight to the Log, which has its own lock; this thread never touches Partition or
 ReplicaManager state, which live on the event loop. `_lock` guards the partition map and is
 held while a response is applied, so once `remove_partitions` returns, nothing more is written
@@ -20,10 +32,12 @@ to those logs (StopReplica may delete them next).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +79,10 @@ log = logging.getLogger("kafkapy.server.ReplicaFetcherThread")
 # The newest Fetch version that names topics (v13+ uses topic ids only).
 MAX_FETCH_VERSION = 12
 MIN_FETCH_VERSION = 4
+# How often the partitions in the session are checked for a log start offset moved by the
+# follower's own retention (the only change to what it sends made outside this thread; the
+# leader only needs it for DeleteRecords, whose moves arrive through fetch responses anyway).
+LOG_START_SWEEP_S = 5.0
 _SESSION_ERRORS = frozenset(
     (
         FetchSessionIdNotFoundException.code,
@@ -109,10 +127,11 @@ class FetcherConfig:
 
 @dataclass(frozen=True, slots=True)
 class FetchRound:
-    """One fetch in flight: every partition's fetch offset (sent or left to the session) and the
-    session's view of the request (None when nothing was sent)."""
+    """One fetch in flight: what the leader fetches for each partition (what this request sent,
+    or for an incremental one the session's live view, valid until the next request is built)
+    and the session's view of the request (None for a sessionless leader)."""
 
-    offsets: dict[TopicPartition, int]
+    fetching: Mapping[TopicPartition, PartitionData]
     session: FetchRequestData | None
 
 
@@ -169,6 +188,14 @@ class ReplicaFetcherThread(threading.Thread):
         self._stopping = threading.Event()
         self._rotation = 0
         self._throttled = False  # the last request left partitions out for the quota
+        # Partitions whose request data may differ from what the session holds (see above).
+        self._changed: set[TopicPartition] = set()
+        self._truncating: set[TopicPartition] = set()
+        self._delays: list[tuple[float, int, TopicPartition]] = []  # heap: (until, seq, tp)
+        self._delay_seq = itertools.count()
+        self._lags: dict[TopicPartition, int] = {}  # only lags above zero: max_lag reads these
+        self._left_out: set[TopicPartition] = set()  # sat the last request out for the quota
+        self._next_sweep = time.monotonic() + LOG_START_SWEEP_S
         # The fetch session with the leader: only this thread builds requests and reads answers.
         self._session = FetchSessionHandler(leader.id, f"[{name}] ")
 
@@ -184,6 +211,9 @@ class ReplicaFetcherThread(threading.Thread):
                 if current is not None and current.leader_epoch == s.leader_epoch and current.log is s.log:
                     continue
                 self._partitions[tp] = PartitionFetchState(s.log, s.leader_epoch)
+                self._truncating.add(tp)
+                self._changed.add(tp)
+                self._lags.pop(tp, None)
             self._lock.notify_all()
         log.info("%s Added fetcher to broker %s for partitions %s", self, self.leader, sorted(states))
 
@@ -195,6 +225,9 @@ class ReplicaFetcherThread(threading.Thread):
                 state = self._partitions.pop(tp, None)
                 if state is not None:
                     removed[tp] = state
+                    self._changed.add(tp)  # forgotten by the next incremental request
+                    self._truncating.discard(tp)
+                    self._lags.pop(tp, None)
             self._lock.notify_all()
         if removed:
             log.info("%s Removed fetcher for partitions %s", self, sorted(removed))
@@ -210,7 +243,7 @@ class ReplicaFetcherThread(threading.Thread):
 
     def max_lag(self) -> int:
         """The largest lag of this thread's partitions (lock-free: for the metrics thread)."""
-        return max((s.lag or 0 for s in list(self._partitions.values())), default=0)
+        return max(list(self._lags.values()), default=0)
 
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
         with self._lock:
@@ -261,7 +294,7 @@ class ReplicaFetcherThread(threading.Thread):
             log.warning("%s Error sending fetch request to broker %s: %s", self, self.leader, e)
             self._conn.close()
             with self._lock:
-                self._delay(offsets.offsets)
+                self._delay(offsets.fetching)
             return
         with self._lock:
             self._process(response, offsets)
@@ -273,7 +306,8 @@ class ReplicaFetcherThread(threading.Thread):
 
     def _idle_wait(self) -> float:
         now = time.monotonic()
-        delays = [s.delayed_until - now for s in self._partitions.values() if s.delayed_until > now]
+        self._expire_delays(now)
+        delays = [self._delays[0][0] - now] if self._delays else []
         if self._throttled:  # Kafka backs off replica.fetch.backoff.ms when the quota empties a fetch
             delays.append(self.config.backoff_ms / 1000)
         return max(min(delays), 0.001) if delays else 1.0
@@ -284,7 +318,11 @@ class ReplicaFetcherThread(threading.Thread):
         """The partitions to ask the leader about; a log without epochs is cut at once."""
         now = time.monotonic()
         queries = {}
-        for tp, state in self._partitions.items():
+        for tp in list(self._truncating):
+            state = self._partitions.get(tp)
+            if state is None:
+                self._truncating.discard(tp)
+                continue
             if not state.ready_to_truncate(now):
                 continue
             latest = state.log.latest_epoch
@@ -311,6 +349,8 @@ class ReplicaFetcherThread(threading.Thread):
         if truncation.completed:
             state.fetch_offset = state.log.log_end_offset
             state.truncating = False
+            self._truncating.discard(tp)
+            self._changed.add(tp)
 
     def _truncate_to_epoch_end_offsets(
         self, queries: dict[TopicPartition, tuple[PartitionFetchState, EpochQuery]]
@@ -373,29 +413,95 @@ class ReplicaFetcherThread(threading.Thread):
 
     def _build_request(self) -> tuple[dict[str, Any] | None, FetchRound]:
         now = time.monotonic()
-        ready = [(tp, s) for tp, s in self._partitions.items() if s.ready(now)]
+        self._expire_delays(now)
         quota = self.quota
         self._throttled = False
-        if quota is not None and quota.any_throttled and ready and quota.is_quota_exceeded():
-            # Kafka's shouldFollowerThrottle: lagging throttled partitions sit this fetch out.
-            kept = [(tp, s) for tp, s in ready if s.lag == 0 or not quota.is_throttled(tp)]
-            self._throttled, ready = len(kept) < len(ready), kept
-        if not ready:
+        exceeded = quota is not None and quota.any_throttled and quota.is_quota_exceeded()
+        session = self._session if self._sessions_supported() else None
+        if session is None or session.needs_full_request:
+            data = self._full_request(session, now, exceeded)
+        else:
+            data = self._incremental_request(session, now, exceeded)
+        if data is None:
             return None, FetchRound({}, None)
+        fetching = data.to_send if session is None or data.is_full else session.session_partitions
+        return self._request_body(data), FetchRound(fetching, data if session is not None else None)
+
+    def _full_request(
+        self, session: FetchSessionHandler | None, now: float, exceeded: bool
+    ) -> FetchRequestData | None:
+        """Every partition ready to fetch (a new session, or a sessionless leader)."""
+        self._changed.clear()
+        self._left_out.clear()
+        self._next_sweep = now + LOG_START_SWEEP_S
+        ready: list[tuple[TopicPartition, PartitionData]] = []
+        for tp, s in self._partitions.items():
+            d = self._wanted(tp, s, now, exceeded)
+            if d is not None:
+                ready.append((tp, d))
+        if not ready:
+            return None
         # Rotate the order so that every partition gets to be first (the one allowed to exceed
         # the size limits by a batch) now and then.
         self._rotation = (self._rotation + 1) % len(ready)
-        ready = ready[self._rotation :] + ready[: self._rotation]
-        offsets: dict[TopicPartition, int] = {}
-        wanted: dict[TopicPartition, PartitionData] = {}
-        part_max = self.config.partition_max_bytes
-        for tp, s in ready:
-            offsets[tp] = s.fetch_offset
-            wanted[tp] = PartitionData(s.fetch_offset, s.log.log_start_offset, part_max, s.leader_epoch)
-        if self._sessions_supported():
-            data = self._session.build(wanted)
+        wanted = dict(ready[self._rotation :] + ready[: self._rotation])
+        if session is None:
+            return FetchRequestData(wanted, [], INVALID_SESSION_ID, FINAL_EPOCH)
+        return session.build(wanted)
+
+    def _incremental_request(
+        self, session: FetchSessionHandler, now: float, exceeded: bool
+    ) -> FetchRequestData | None:
+        """Only what changed since the last request; the session keeps the rest."""
+        if now >= self._next_sweep:
+            self._sweep_log_start_offsets(session)
+            self._next_sweep = now + LOG_START_SWEEP_S
+        # Under a replication throttle which partitions sit a fetch out moves with the quota:
+        # look at them all while it is exceeded (only while a reassignment is throttled), and
+        # at those left out last time once it is not.
+        if exceeded:
+            candidates = self._changed | self._partitions.keys()
+        elif self._left_out:
+            candidates = self._changed | self._left_out
         else:
-            data = FetchRequestData(wanted, [], INVALID_SESSION_ID, FINAL_EPOCH)
+            candidates = self._changed
+        self._changed, self._left_out = set(), set()
+        get = self._partitions.get
+        changed = {tp: self._wanted(tp, get(tp), now, exceeded) for tp in candidates}
+        if not changed and not session.session_partitions:
+            return None
+        return session.build_incremental(changed)
+
+    def _wanted(
+        self, tp: TopicPartition, state: PartitionFetchState | None, now: float, exceeded: bool
+    ) -> PartitionData | None:
+        """What to ask the leader for `tp` now; None leaves it out (or forgets it)."""
+        if state is None or not state.ready(now):
+            return None
+        if exceeded and state.lag != 0 and self.quota is not None and self.quota.is_throttled(tp):
+            # Kafka's shouldFollowerThrottle: lagging throttled partitions sit this fetch out.
+            self._throttled = True
+            self._left_out.add(tp)
+            return None
+        return PartitionData(
+            state.fetch_offset,
+            state.log.log_start_offset,
+            self.config.partition_max_bytes,
+            state.leader_epoch,
+        )
+
+    def _sweep_log_start_offsets(self, session: FetchSessionHandler) -> None:
+        for tp, d in session.session_partitions.items():
+            state = self._partitions.get(tp)
+            if state is not None and state.log.log_start_offset != d.log_start_offset:
+                self._changed.add(tp)
+
+    def _expire_delays(self, now: float) -> None:
+        delays = self._delays
+        while delays and delays[0][0] <= now:
+            self._changed.add(heapq.heappop(delays)[2])
+
+    def _request_body(self, data: FetchRequestData) -> dict[str, Any]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp, d in data.to_send.items():
             topics.setdefault(tp.topic, []).append({
@@ -409,7 +515,7 @@ class ReplicaFetcherThread(threading.Thread):
         for tp in data.to_forget:
             forgotten.setdefault(tp.topic, []).append(tp.partition)
         c = self.config
-        request = {
+        return {
             "replica_id": self.broker_id,
             "replica_state": {"replica_id": self.broker_id, "replica_epoch": -1},
             "max_wait_ms": c.max_wait_ms,
@@ -421,7 +527,6 @@ class ReplicaFetcherThread(threading.Thread):
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
             "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in forgotten.items()],
         }
-        return request, FetchRound(offsets, data)
 
     def _sessions_supported(self) -> bool:
         """Fetch v7+ has sessions; before the first request the version is not known yet, and a
@@ -438,16 +543,20 @@ class ReplicaFetcherThread(threading.Thread):
         return self._conn.send(ApiKey.FETCH, self._version, request)
 
     def _delay(self, tps: Iterable[TopicPartition]) -> None:
+        """Back `tps` off for replica.fetch.backoff.ms: out of the session meanwhile."""
         until = time.monotonic() + self.config.backoff_ms / 1000
-        for tp in tps:
+        seq = next(self._delay_seq)
+        for tp in list(tps):
             state = self._partitions.get(tp)
             if state is not None:
                 state.delayed_until = until
+                self._changed.add(tp)
+                heapq.heappush(self._delays, (until, seq, tp))
 
     # -- applying a response --------------------------------------------------------------------
 
     def _process(self, response: Any, fetched: FetchRound) -> None:
-        requested = fetched.offsets
+        fetching = fetched.fetching
         if fetched.session is not None and self._sessions_supported():
             answered = (
                 TopicPartition(t.topic, p.partition_index) for t in response.responses for p in t.partitions
@@ -461,14 +570,20 @@ class ReplicaFetcherThread(threading.Thread):
                     return  # the next request is a full one: no need to back off
         if response.error_code:
             log.warning("%s Fetch request to %s failed: %s", self, self.leader, for_code(response.error_code))
-            self._delay(requested)
+            self._delay(fetching)
             return
         for topic in response.responses:
             for pd in topic.partitions:
                 tp = TopicPartition(topic.topic, pd.partition_index)
                 state = self._partitions.get(tp)
+                asked = fetching.get(tp)
                 # A partition removed, re-added or truncated meanwhile: this data is stale.
-                if state is None or state.truncating or state.fetch_offset != requested.get(tp):
+                if (
+                    state is None
+                    or state.truncating
+                    or asked is None
+                    or state.fetch_offset != asked.fetch_offset
+                ):
                     continue
                 try:
                     if pd.error_code == 0:
@@ -486,6 +601,7 @@ class ReplicaFetcherThread(threading.Thread):
 
     def _append(self, tp: TopicPartition, state: PartitionFetchState, pd: Any) -> None:
         the_log = state.log
+        before = (state.fetch_offset, the_log.log_start_offset)
         records = follower_records(pd.records, state.fetch_offset)
         if records is not None:
             the_log.append_as_follower(records)
@@ -494,12 +610,17 @@ class ReplicaFetcherThread(threading.Thread):
             if self.quota is not None and self.quota.is_throttled(tp):
                 self.quota.record(len(records))
         if pd.high_watermark >= 0:
-            state.lag = max(0, pd.high_watermark - state.fetch_offset)
-        if pd.high_watermark >= 0:
+            lag = state.lag = max(0, pd.high_watermark - state.fetch_offset)
+            if lag:
+                self._lags[tp] = lag
+            else:
+                self._lags.pop(tp, None)
             the_log.high_watermark = follower_high_watermark(pd.high_watermark, the_log.log_end_offset)
         if pd.log_start_offset > the_log.log_start_offset:
             # Retention or DeleteRecords on the leader: follow it, never past our high watermark.
             the_log.maybe_increment_log_start_offset(min(pd.log_start_offset, the_log.high_watermark))
+        if (state.fetch_offset, the_log.log_start_offset) != before:
+            self._changed.add(tp)  # the next request moves the session on (and tells DeleteRecords)
 
     def _handle_out_of_range(self, tp: TopicPartition, state: PartitionFetchState, pd: Any) -> None:
         action = out_of_range_action(state.fetch_offset, pd.log_start_offset, pd.high_watermark)
@@ -512,6 +633,7 @@ class ReplicaFetcherThread(threading.Thread):
             "%s Fetch offset %d of %s is out of range on leader %d (log start %d, high watermark %d): %s %d",
             self, state.fetch_offset, tp, self.leader.id, pd.log_start_offset, pd.high_watermark, kind, offset,
         )  # fmt: skip
+        self._changed.add(tp)
         if kind == "truncate_fully":
             the_log.truncate_fully_and_start_at(offset)
             state.fetch_offset = the_log.log_end_offset
@@ -520,3 +642,4 @@ class ReplicaFetcherThread(threading.Thread):
             state.fetch_offset = the_log.log_end_offset
         else:
             state.truncating = True
+            self._truncating.add(tp)

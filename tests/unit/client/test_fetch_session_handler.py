@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kafkapy.client.fetch_session_handler import FetchSessionHandler, PartitionData
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import FetchSessionIdNotFoundException, InvalidFetchSessionEpochException
@@ -66,3 +68,23 @@ def test_broker_closing_the_session_drops_to_a_full_request() -> None:
     req = h.build({A0: data(1)})
     assert h.handle_response(req, 0, 0, [A0])
     assert (h.build({A0: data(1)}).session_id, h.epoch) == (0, 0)
+
+
+def test_incremental_build_from_changes_only_leaves_the_rest_of_the_session_alone() -> None:
+    h = FetchSessionHandler(1)
+    assert h.needs_full_request
+    with pytest.raises(ValueError):
+        h.build_incremental({A0: data(0)})  # no session yet: a full request is due
+    req = h.build({A0: data(0), A1: data(0)})
+    assert h.handle_response(req, 0, 42, [])
+    assert not h.needs_full_request
+    # A0 moved, B0 is new, A1 unchanged but named, an unknown partition forgotten: a no-op.
+    req = h.build_incremental({A0: data(3), A1: data(0), B0: data(0), TopicPartition("c", 0): None})
+    assert (req.session_id, req.epoch, list(req.to_send), req.to_forget) == (42, 1, [A0, B0], [])
+    assert dict(h.session_partitions) == {A0: data(3), A1: data(0), B0: data(0)}
+    assert h.handle_response(req, 0, 42, [A0])
+    req = h.build_incremental({A1: None})
+    assert (req.epoch, req.to_send, req.to_forget) == (2, {}, [A1])
+    assert list(h.session_partitions) == [A0, B0]
+    assert h.handle_response(req, InvalidFetchSessionEpochException.code, 0, []) is False
+    assert h.needs_full_request

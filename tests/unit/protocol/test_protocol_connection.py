@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -183,3 +184,69 @@ def test_acks_zero_produce_expects_no_response(broker: FakeBroker) -> None:
         body = {"acks": 0, "timeout_ms": 100, "topic_data": []}
         assert conn.send(ApiKey.PRODUCE, 9, body, expect_response=False) is None
         assert conn.send(ApiKey.METADATA, 9, {"topics": []}) is not None
+
+
+class DribblingBroker:
+    """Answers the first request with a Metadata response sent in `pieces`, `gap_s` apart; with
+    `stop_after`, sends only that many pieces and then stays silent (a frame cut short)."""
+
+    def __init__(self, topics: int, pieces: int, gap_s: float, stop_after: int | None = None) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.topics, self.pieces, self.gap_s, self.stop_after = topics, pieces, gap_s, stop_after
+        self.done = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.server.accept()
+        with conn:
+            decoder = framing.FrameDecoder()
+            frames: list[bytes] = []
+            while not frames and (data := conn.recv(65536)):
+                frames = list(decoder.feed(data))
+            header = framing.parse_request_header(frames[0])
+            body = messages.encode_response(
+                3,
+                9,
+                {
+                    "brokers": [],
+                    "topics": [{"name": f"topic-{i:06d}", "error_code": 3} for i in range(self.topics)],
+                },
+            )
+            answer = framing.encode_response_frame(3, 9, header.correlation_id, body)
+            step = -(-len(answer) // self.pieces)
+            for n, start in enumerate(range(0, len(answer), step)):
+                if self.stop_after is not None and n == self.stop_after:
+                    break
+                conn.sendall(answer[start : start + step])
+                time.sleep(self.gap_s)
+            self.done.wait(10)
+
+    def close(self) -> None:
+        self.done.set()
+        self.server.close()
+
+
+def test_a_response_arriving_in_pieces_is_read_whole() -> None:
+    # A plain socket reads the frame with one MSG_WAITALL recv: the pieces must still add up.
+    b = DribblingBroker(topics=20_000, pieces=5, gap_s=0.05)
+    try:
+        with BrokerConnection("127.0.0.1", b.port, timeout=5) as conn:
+            resp = conn.send(ApiKey.METADATA, 9, {"topics": []})
+            assert resp is not None and len(resp.topics) == 20_000
+            assert resp.topics[-1].name == "topic-019999"
+    finally:
+        b.close()
+
+
+def test_a_frame_cut_short_times_out_at_the_deadline() -> None:
+    b = DribblingBroker(topics=20_000, pieces=4, gap_s=0.0, stop_after=2)
+    try:
+        conn = BrokerConnection("127.0.0.1", b.port, timeout=0.5)
+        t0 = time.monotonic()
+        with pytest.raises(RequestTimeoutError, match="no response"):
+            conn.send(ApiKey.METADATA, 9, {"topics": []})
+        assert 0.4 < time.monotonic() - t0 < 3
+        assert not conn.connected
+    finally:
+        b.close()

@@ -46,7 +46,7 @@ def fetcher(quota: ReplicationQuotaManager | None) -> ReplicaFetcherThread:
 
 def requested(thread: ReplicaFetcherThread) -> set[TopicPartition]:
     request, offsets = thread._build_request()
-    return set(offsets.offsets) if request is not None else set()
+    return set(offsets.fetching) if request is not None else set()
 
 
 def exceeded_quota() -> ReplicationQuotaManager:
