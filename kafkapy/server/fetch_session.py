@@ -5,9 +5,12 @@ session id and remembers each partition's request (offset, max bytes, leader epo
 follower's log start offset) and what it last told the client (high watermark, last stable
 offset, log start offset). From then on the client sends incremental fetches (that id, epoch
 1, 2, ...) naming only the partitions whose request changed, plus the ones to forget; the
-broker reads every partition of the session and answers only those with something new: records,
-a changed high watermark, last stable offset or log start offset, or an error. A follower of
-thousands of quiet partitions thus sends and receives a few bytes per fetch.
+broker answers only the partitions with something new: records, a changed high watermark, last
+stable offset or log start offset, or an error. A follower of thousands of quiet partitions
+thus sends and receives a few bytes per fetch. A consumer's session reads every partition to
+find them; a follower's (`tracked`) reads only those named, those not idle at their last read
+and those marked since by server/fetch_session_watch.py, so a quiet follower costs the leader
+next to nothing per fetch either.
 
 Request metadata, as Kafka's FetchMetadata reads it:
 
@@ -38,13 +41,18 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import (
     FetchSessionIdNotFoundException,
     FetchSessionTopicIdException,
     InvalidFetchSessionEpochException,
 )
+
+if TYPE_CHECKING:
+    from kafkapy.server.fetch_session_watch import FetchSessionWatch
+    from kafkapy.server.partition import RemoteReplica
 
 INVALID_SESSION_ID: Final = 0
 INITIAL_EPOCH: Final = 0
@@ -125,6 +133,11 @@ class FetchSession:
         "last_used_ms",
         "epoch",
         "cached_size",
+        "watch",
+        "to_read",
+        "idle",
+        "tps",
+        "marked",
     )
 
     def __init__(
@@ -134,6 +147,7 @@ class FetchSession:
         uses_topic_ids: bool,
         partitions: dict[PartitionKey, CachedPartition],
         now_ms: int,
+        watch: FetchSessionWatch | None = None,
     ) -> None:
         self.id = session_id
         self.privileged = privileged  # a follower's session
@@ -145,12 +159,54 @@ class FetchSession:
         self.last_used_ms = now_ms
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.cached_size = -1  # the size the cache last accounted for
+        # A follower's session reads only what may have news (server/fetch_session_watch.py);
+        # a consumer's (watch None) reads all its partitions each time.
+        self.watch = watch if privileged else None
+        # The partitions the next fetch reads, in read order: all of them until a read finds
+        # them idle. A partition that returned data moves to the back, as in `partitions`.
+        self.to_read: dict[PartitionKey, None] = dict.fromkeys(partitions)
+        # Idle partitions: their follower's replica state, refreshed by each fetch unread.
+        self.idle: dict[PartitionKey, RemoteReplica] = {}
+        self.tps: dict[PartitionKey, TopicPartition] = {}  # the watched ones (`watch`)
+        self.marked: set[PartitionKey] = set()  # marked since the current read began
 
     def __repr__(self) -> str:
         return (
             f"FetchSession(id={self.id}, privileged={self.privileged}, partitions={len(self.partitions)}, "
             f"epoch={self.epoch})"
         )
+
+    @property
+    def tracked(self) -> bool:
+        return self.watch is not None
+
+    def mark(self, key: PartitionKey) -> None:
+        """Something a fetch of `key` would answer may have changed: the next fetch reads it."""
+        if key in self.partitions:
+            self.idle.pop(key, None)
+            self.to_read[key] = None
+            self.marked.add(key)
+
+    def read_all(self) -> None:
+        for key in self.idle:
+            self.to_read[key] = None
+        self.idle.clear()
+
+    def set_idle(self, key: PartitionKey, replica: RemoteReplica) -> None:
+        """A read found `key` idle: it is not read again until marked or named."""
+        if key in self.partitions and key not in self.marked:
+            self.to_read.pop(key, None)
+            self.idle[key] = replica
+
+    def refresh_idle(self, fetch_ms: int) -> None:
+        """The follower fetched again at its idle partitions' log end offsets: Kafka's
+        Replica.updateFetchState with fetch offset = leader end offset = the previous fetch's,
+        i.e. caught up now. Without this a partition idle longer than replica.lag.time.max.ms
+        would drop its follower from the ISR right after its next append."""
+        for replica in self.idle.values():
+            if fetch_ms > replica.last_caught_up_ms:
+                replica.last_caught_up_ms = fetch_ms
+            replica.last_fetch_ms = fetch_ms
 
     def evictable_key(self) -> tuple[bool, int, int]:
         """Kafka's EvictableKey order: consumers before followers, then smaller before larger."""
@@ -161,6 +217,7 @@ class FetchSession:
     ) -> tuple[int, int, int]:
         """Applies an incremental request: returns how many partitions were added, updated, removed."""
         added = updated = removed = 0
+        to_read, idle = self.to_read, self.idle
         for key, req in fetch_data.items():
             cached = self.partitions.get(key)
             if cached is None:
@@ -169,9 +226,16 @@ class FetchSession:
             else:
                 cached.request = req
                 updated += 1
+            if idle:
+                idle.pop(key, None)
+            to_read[key] = None
         for key in to_forget:
             if self.partitions.pop(key, None) is not None:
                 removed += 1
+                to_read.pop(key, None)
+                idle.pop(key, None)
+                if self.watch is not None:
+                    self.watch.unwatch(self, key)
         return added, updated, removed
 
 
@@ -184,8 +248,10 @@ class FetchSessionCache:
         eviction_ms: int = EVICTION_MS,
         clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000,
         rng: random.Random | None = None,
+        watch: FetchSessionWatch | None = None,
     ) -> None:
         self.max_entries = max_entries
+        self.watch = watch  # followers' sessions read only what changed (None: read all)
         self.eviction_ms = eviction_ms
         self.clock_ms = clock_ms
         self._rng = rng or random.Random()
@@ -206,6 +272,8 @@ class FetchSessionCache:
         session = self._sessions.pop(session_id, None)
         if session is not None and session.cached_size >= 0:
             self.num_partitions -= session.cached_size
+        if session is not None and session.watch is not None:
+            session.watch.unwatch_session(session)
         return session
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
@@ -230,7 +298,7 @@ class FetchSessionCache:
         if len(self._sessions) >= self.max_entries and not self._try_evict(privileged, size, now_ms):
             return INVALID_SESSION_ID
         session_id = self._new_session_id()
-        session = FetchSession(session_id, privileged, uses_topic_ids, partitions(), now_ms)
+        session = FetchSession(session_id, privileged, uses_topic_ids, partitions(), now_ms, self.watch)
         self._sessions[session_id] = session
         self.touch(session, now_ms)
         return session_id
@@ -350,13 +418,26 @@ class FullContext(FetchContext):
 
 
 class IncrementalContext(FetchContext):
-    """An incremental fetch in a live session: reads all its partitions, answers the changed ones."""
+    """An incremental fetch in a live session: reads its partitions (a follower's: only those
+    that may have news), answers the changed ones."""
 
     def __init__(self, session: FetchSession) -> None:
-        super().__init__({key: part.request for key, part in session.partitions.items()})
+        super().__init__({})
         self.session = session
         self.session_id = session.id
         self._expected_epoch = session.epoch
+        self.refresh()
+
+    def refresh(self) -> None:
+        """`partitions` as the session wants them read now."""
+        parts = self.session.partitions
+        keys = self.session.to_read if self.session.tracked else parts
+        self.partitions = {key: parts[key].request for key in keys}
+
+    @property
+    def current(self) -> bool:
+        """Whether no later request of the session came in meanwhile."""
+        return self.session.epoch == self._expected_epoch
 
     def respond(
         self, responses: dict[PartitionKey, PartitionResponse]
@@ -375,8 +456,11 @@ class IncrementalContext(FetchContext):
                 selected.append(key)
                 if resp.records_size:
                     with_data.append(key)
+        to_read = session.to_read
         for key in with_data:  # to the back of the read order: the others go first next time
             session.partitions[key] = session.partitions.pop(key)
+            if key in to_read:
+                to_read[key] = to_read.pop(key)
         return 0, session.id, selected
 
     def throttled(self) -> tuple[int, int]:

@@ -26,7 +26,12 @@ class LogTasks:
 
     def start(self) -> None:
         c = self.config
-        self._every("kafka-log-retention", c.log_retention_check_interval_ms, self.log_manager.cleanup_logs)
+        self._every(
+            "kafka-log-retention",
+            c.log_retention_check_interval_ms,
+            self.log_manager.cleanup_logs,
+            self._retention_done,
+        )
         self._every("kafka-log-flusher", c.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
         self._every(
             "kafka-recovery-point-checkpoint",
@@ -51,17 +56,34 @@ class LogTasks:
             self.log_manager.checkpoint_high_watermarks,
         )
 
-    def _every(self, name: str, interval_ms: int | None, fn: Callable[[], Any]) -> None:
+    def _retention_done(self, deleted: int) -> None:
+        """Retention moved log start offsets (in a thread): followers' fetch sessions, which
+        read only partitions marked as changed, read every partition once to tell them."""
+        if deleted:
+            self.replica_manager.fetch_session_watch.changed_everything()
+
+    def _every(
+        self,
+        name: str,
+        interval_ms: int | None,
+        fn: Callable[[], Any],
+        then: Callable[[Any], None] | None = None,
+    ) -> None:
+        """Run `fn` off the loop every `interval_ms`, and `then` with its result on the loop."""
         if interval_ms is None or interval_ms <= 0 or interval_ms >= _NEVER:
             return
-        self._tasks.append(asyncio.ensure_future(self._loop(name, interval_ms / 1000, fn)))
+        self._tasks.append(asyncio.ensure_future(self._loop(name, interval_ms / 1000, fn, then)))
 
-    async def _loop(self, name: str, interval_s: float, fn: Callable[[], Any]) -> None:
+    async def _loop(
+        self, name: str, interval_s: float, fn: Callable[[], Any], then: Callable[[Any], None] | None
+    ) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval_s)
             try:
-                await loop.run_in_executor(None, fn)
+                result = await loop.run_in_executor(None, fn)
+                if then is not None:
+                    then(result)
             except Exception:
                 log.exception("Uncaught exception in scheduled task '%s'", name)
 

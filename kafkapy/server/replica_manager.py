@@ -53,6 +53,7 @@ from kafkapy.protocol.generated.leader_and_isr_response import (
 )
 from kafkapy.protocol.generated.stop_replica_request import StopReplicaRequest
 from kafkapy.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
+from kafkapy.server.fetch_session_watch import FetchSessionWatch
 from kafkapy.server.isr_manager import IsrManager
 from kafkapy.server.log_dir_failure_handler import LogDirFailureHandler
 from kafkapy.server.metrics.meters import BrokerTopicStats
@@ -154,6 +155,9 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
+        # Followers' fetch sessions, told of every change to their partitions (KIP-227 sessions
+        # that read only what changed): every place that checks the fetch purgatory tells it too.
+        self.fetch_session_watch = FetchSessionWatch(self.fetch_purgatory)
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords")
         self.replica_lag_time_max_ms = int(config.replica_lag_time_max_ms) if config is not None else 30000
         self.fetcher_manager = ReplicaFetcherManager(
@@ -473,6 +477,7 @@ class ReplicaManager:
                 stats.bytes_in += len(records)
                 stats.messages_in += info.num_messages
                 self.fetch_purgatory.check_and_complete(tp)
+                self.fetch_session_watch.changed(tp)
             except KafkaError as e:
                 if e.code not in _EXPECTED_APPEND_ERRORS:
                     stats.failed_produce_requests += 1
@@ -695,14 +700,24 @@ class ReplicaManager:
                 self.delete_records_purgatory.check_and_complete(tp)
 
     def _on_isr_updated(self, partition: Partition) -> None:
-        if self.partitions.get(partition.tp) is partition and partition.maybe_increment_high_watermark():
+        if self.partitions.get(partition.tp) is not partition:
+            return
+        if partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
+        else:
+            # Written or not, the ISR change decides whether a follower's partition is idle.
+            self.fetch_session_watch.changed(partition.tp)
+
+    def log_start_offset_moved(self, tp: TopicPartition) -> None:
+        """DeleteRecords moved a leader's log start offset: its followers' sessions must say so."""
+        self.fetch_session_watch.changed(tp)
 
     def _complete_delayed(self, tp: TopicPartition) -> None:
         """The high watermark moved or leadership changed: acks=all produces and consumer
         fetches waiting on `tp` may be done."""
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
+        self.fetch_session_watch.changed(tp)
         self.delete_records_purgatory.check_and_complete(tp)
 
     def _complete_delayed_all(self, tps: list[TopicPartition]) -> None:
@@ -710,6 +725,7 @@ class ReplicaManager:
         if tps:
             self.produce_purgatory.check_and_complete_all(tps)
             self.fetch_purgatory.check_and_complete_all(tps)
+            self.fetch_session_watch.changed_all(tps)
             self.delete_records_purgatory.check_and_complete_all(tps)
 
     def _leader_partitions(self) -> list[Partition]:

@@ -12,6 +12,8 @@ the leader's answers carry none while nothing is produced, and what is produced 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -348,3 +350,102 @@ def test_kafka_python_consumer_uses_incremental_sessions(
         seen = epochs()
     assert sorted(values) == sorted([b"v%d" % i for i in range(10)] * 2 + [b"v0"])
     assert seen[0] == 0 and seen[1:] == list(range(1, len(seen))), seen[:20]
+
+
+def _checkpointed_high_watermarks(data_dir: Path, topic: str) -> dict[int, int]:
+    """partition -> high watermark in a broker's replication-offset-checkpoint (Kafka's format:
+    version, count, then `topic partition offset` lines)."""
+    path = data_dir / "replication-offset-checkpoint"
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines()[2:]:
+        name, partition, offset = line.split()
+        if name == topic:
+            out[int(partition)] = int(offset)
+    return out
+
+
+def _isr_sizes(admin: AdminClient, topic: str) -> dict[int, int]:
+    md = admin.list_topics(topic, timeout=10).topics[topic]
+    return {p: len(pm.isrs) for p, pm in md.partitions.items()}
+
+
+@pytest.mark.timeout(300)
+def test_idle_partitions_of_a_follower_session_stay_in_sync(tmp_path: Path) -> None:
+    """The leader reads only the partitions of a follower's session that may have news. Still:
+    partitions idle for longer than replica.lag.time.max.ms keep their follower in the ISR when
+    an append comes; the append and the high watermark reach the follower; DeleteRecords on an
+    idle partition completes (the follower hears of the new log start offset); and after the
+    leader moves (clean stop) and comes back as a follower, everything converges again."""
+    lag_ms = 5000
+    overrides = {
+        "auto.leader.rebalance.enable": "false",
+        "replica.lag.time.max.ms": str(lag_ms),
+        "replica.high.watermark.checkpoint.interval.ms": "300",
+        "controlled.shutdown.retry.backoff.ms": "200",
+    }
+    partitions = 40
+    with kafkapy_cluster_context(2, overrides, tmp_path / "cluster") as cluster:
+        create(cluster, "quiet", [[0, 1]] * partitions)
+        produce(cluster, "quiet", {p: 2 for p in range(partitions)})
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        follower_dir = cluster.brokers[1].log_dir
+        wait_until(
+            lambda: _checkpointed_high_watermarks(follower_dir, "quiet") == {p: 2 for p in range(partitions)},
+            "the follower's high watermarks at 2",
+        )
+        time.sleep(2.5 * lag_ms / 1000)  # idle: no partition has news for the follower
+        assert _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}
+        # An append the follower cannot fetch for a while: the ISR-expiration check (every half
+        # lag) runs while it trails, and must find it caught up recently (at its idle fetches),
+        # not at its last read of the partition, 2.5 lag periods ago.
+        # The producer connects before the pause (its set-up must not stretch the window).
+        producer = Producer({"bootstrap.servers": cluster.brokers[0].bootstrap, "acks": 1})
+        producer.produce("quiet", b"warm-up", partition=39)
+        assert producer.flush(WAIT_S) == 0
+        wait_until(
+            lambda: _checkpointed_high_watermarks(follower_dir, "quiet").get(39) == 3,
+            "the warm-up replicated",
+        )
+        cluster.brokers[1].pause()
+        try:
+            producer.produce("quiet", b"late", partition=7)
+            assert producer.flush(WAIT_S) == 0
+            time.sleep(0.52 * lag_ms / 1000)
+        finally:
+            cluster.brokers[1].resume()
+        produce(cluster, "quiet", {31: 3})
+        wait_until(
+            lambda: (
+                (hw := _checkpointed_high_watermarks(follower_dir, "quiet")).get(7) == 3 and hw.get(31) == 5
+            ),
+            "the new high watermarks on the follower",
+        )
+        assert "Shrinking ISR" not in cluster.brokers[0].server_log()
+        assert _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}
+        # DeleteRecords on an idle partition waits for the follower's log start offset.
+        offsets = tmp_path / "offsets.json"
+        offsets.write_text('{"partitions": [{"topic": "quiet", "partition": 12, "offset": 1}], "version": 1}')
+        done = subprocess.run(
+            [sys.executable, "-m", "kafkapy.tools.delete_records", "--bootstrap-server",
+             cluster.bootstrap_servers, "--offset-json-file", str(offsets)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "partition: quiet-12\tlow_watermark: 1"
+        # The leader leaves (its followers' parked fetches are answered) and comes back.
+        cluster.brokers[0].stop()
+        produce(cluster, "quiet", {7: 2})
+        cluster.brokers[0].restart()
+        wait_until(
+            lambda: _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}, "the full ISR again"
+        )
+        produce(cluster, "quiet", {7: 1, 20: 1})
+        wait_until(
+            lambda: (
+                (hw := _checkpointed_high_watermarks(cluster.brokers[0].log_dir, "quiet")).get(7) == 6
+                and hw.get(20) == 3
+            ),
+            "the new leader's high watermarks on its follower",
+        )

@@ -24,6 +24,7 @@ from kafkapy.protocol.errors import (
 from kafkapy.server.apis.elect_leaders import handle_elect_leaders
 from kafkapy.server.apis.records import handle_delete_records
 from kafkapy.server.controller.events import ElectionType
+from kafkapy.server.fetch_session_watch import FetchSessionWatch
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.metadata_cache import PartitionMetadata
 from kafkapy.server.partition import Partition
@@ -148,6 +149,7 @@ def replica_manager() -> ReplicaManager:
     rm.partitions = {TP: partition}
     rm.broker_id = 0
     rm.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords")
+    rm.fetch_session_watch = FetchSessionWatch(DelayedOperationPurgatory("Fetch"))
     return rm
 
 

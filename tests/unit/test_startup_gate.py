@@ -38,7 +38,7 @@ def _apis(controller_id: int = -1) -> KafkaApis:
             broker_id=7,
             cluster_id="cluster",
             zk=unused,
-            replica_manager=unused,
+            replica_manager=cast(Any, SimpleNamespace(fetch_session_watch=None)),
             metadata_cache=MetadataCache(7),
             log_manager=unused,
             log_config_for=unused,

@@ -6,9 +6,15 @@ fill min_bytes waits in the fetch purgatory (no handler is blocked meanwhile) un
 to one of its partitions satisfies it or max_wait_ms passes.
 
 Fetch sessions (KIP-227, v7+; server/fetch_session.py): a full fetch with epoch 0 opens a
-session when the cache has a slot; an incremental fetch reads every partition of its session
-and answers only the partitions with news. Sessionless clients (epoch -1, e.g. librdkafka) are
-served exactly as before.
+session when the cache has a slot; an incremental fetch answers only the partitions with news.
+A consumer's reads every partition of its session; a follower's reads only those that may have
+news (server/fetch_session_watch.py: named, not idle at their last read, or marked since), its
+idle ones counted as fetched, and parks on the session rather than on each partition.
+Sessionless clients (epoch -1, e.g. librdkafka) are served exactly as before.
+
+Metrics: BrokerTopicMetrics' TotalFetchRequestsPerSec counts the partitions a fetch read, as
+Kafka counts per partition fetched; a follower's idle partitions are not read, so not counted
+(counting them would cost the per-partition walk this avoids).
 
 With an authorizer: a follower (replica id >= 0) needs ClusterAction on the cluster, a consumer
 Read on each topic; a refused partition is answered TOPIC_AUTHORIZATION_FAILED (Kafka's answer
@@ -43,6 +49,8 @@ from kafkapy.server.apis.kafka_apis import KafkaApis, handles
 from kafkapy.server.fetch_session import (
     INVALID_SESSION_ID,
     FetchContext,
+    FetchSession,
+    IncrementalContext,
     PartitionKey,
     PartitionRequest,
     PartitionResponse,
@@ -50,6 +58,7 @@ from kafkapy.server.fetch_session import (
     new_context,
 )
 from kafkapy.server.network.request_channel import Request
+from kafkapy.server.partition import now_ms
 from kafkapy.server.purgatory import DelayedOperation
 from kafkapy.server.replica_manager import FetchResult
 from kafkapy.server.security.acl import Operation, ResourceType
@@ -167,9 +176,14 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
         return fetch_codec.encode_fetch_response(
             version, header.correlation_id, [], error_code=context.error_code
         )
-    wanted = _wanted(apis, context, version)
-    if apis.authorizer is not None:
-        _authorize(apis, request, wanted, replica_id)
+    session = _tracked_session(context)
+    if session is not None:
+        assert isinstance(context, IncrementalContext)
+        wanted = _prepare_tracked(apis, request, context, session, version)
+    else:
+        wanted = _wanted(apis, context, version)
+        if apis.authorizer is not None:
+            _authorize(apis, request, wanted, replica_id)
     # Kafka's KafkaApis: min(request's max_bytes (Int.MaxValue before v3), fetch.max.bytes).
     max_bytes = min(body.max_bytes if version >= 3 else 2**31 - 1, apis.config.fetch_max_bytes)
     if replica_id < 0 and apis.client_quotas.fetch.enabled:
@@ -193,9 +207,47 @@ def handle_fetch(apis: KafkaApis, request: Request) -> list[Segment] | Coroutine
     results = _read(apis, wanted, replica_id, isolation, max_bytes)
     total = sum(r.size for r in results.values())
     errored = any(r.error_code for r in results.values()) or any(w.error_code for w in wanted)
-    if body.max_wait_ms <= 0 or total >= body.min_bytes or errored or not wanted:
+    if body.max_wait_ms <= 0 or total >= body.min_bytes or errored:
+        return _respond(apis, request, version, context, wanted, replica_id, results)
+    if session is not None:
+        assert isinstance(context, IncrementalContext)
+        return _delayed_tracked(
+            apis, request, version, body, context, session, wanted, replica_id, isolation, max_bytes, results
+        )
+    if not wanted:
         return _respond(apis, request, version, context, wanted, replica_id, results)
     return _delayed(apis, request, version, body, context, wanted, replica_id, isolation, max_bytes, results)
+
+
+def _tracked_session(context: FetchContext) -> FetchSession | None:
+    """The follower session of an incremental fetch that reads only what may have news."""
+    if isinstance(context, IncrementalContext) and context.session.tracked:
+        return context.session
+    return None
+
+
+def _prepare_tracked(
+    apis: KafkaApis, request: Request, context: IncrementalContext, session: FetchSession, version: int
+) -> list[_Wanted]:
+    """The partitions a follower's incremental fetch reads; its idle ones count as fetched."""
+    if apis.authorizer is not None and not authorize_cluster(apis, request, Operation.CLUSTER_ACTION):
+        session.read_all()  # every partition answers TOPIC_AUTHORIZATION_FAILED, as Kafka's would
+        context.refresh()
+        wanted = _wanted(apis, context, version)
+        for w in wanted:
+            w.error_code = TopicAuthorizationException.code
+        return wanted
+    # Idle partitions: the follower fetched again at their log end offsets. Before the read,
+    # as Kafka records every partition's fetch when the request arrives.
+    session.refresh_idle(now_ms())
+    wanted = _wanted(apis, context, version)
+    watch, tps = session.watch, session.tps
+    assert watch is not None
+    for w in wanted:
+        if w.topic is not None and not w.error_code and w.key not in tps:
+            watch.watch(session, w.key, TopicPartition(w.topic, w.partition))
+    session.marked.clear()  # what changes from now on, this read may not have seen
+    return wanted
 
 
 def _authorize(apis: KafkaApis, request: Request, wanted: list[_Wanted], replica_id: int) -> None:
@@ -260,6 +312,91 @@ async def _delayed(
     return _respond(apis, request, version, context, wanted, replica_id, results)
 
 
+async def _delayed_tracked(
+    apis: KafkaApis,
+    request: Request,
+    version: int,
+    body: FetchRequest,
+    context: IncrementalContext,
+    session: FetchSession,
+    wanted: list[_Wanted],
+    replica_id: int,
+    isolation: int,
+    max_bytes: int,
+    first_read: dict[TopicPartition, FetchResult],
+) -> list[Segment]:
+    """`_delayed` for a follower's session: the wait is on the session (one purgatory key), which
+    any change to any of its partitions wakes; only the partitions to read are checked."""
+    rm = apis.replica_manager
+    min_bytes = body.min_bytes
+    parts, tps = session.partitions, session.tps
+
+    def can_complete() -> bool:
+        available = 0
+        for key in session.to_read:
+            tp = tps.get(key)
+            cached = parts.get(key)
+            if tp is None or cached is None:
+                continue  # unresolved topics answered their error already; forgotten ones need nothing
+            req = cached.request
+            n = rm.fetchable_bytes(
+                tp, req.fetch_offset, replica_id, min_bytes - available, req.current_leader_epoch, isolation
+            )
+            if n < 0:
+                return True
+            available += n
+            if available >= min_bytes:
+                return True
+        return False
+
+    op = DelayedOperation(can_complete)
+    satisfied = await rm.fetch_purgatory.try_complete_else_watch(op, [session], body.max_wait_ms)
+    if not satisfied and not op.rechecked and not any(r.records for r in first_read.values()):
+        return _respond(apis, request, version, context, wanted, replica_id, first_read)
+    # Partitions marked meanwhile joined the ones to read; the first read's follower positions stand.
+    if context.current:
+        session.marked.clear()
+        context.refresh()
+        wanted = _wanted(apis, context, version)
+    results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
+    return _respond(apis, request, version, context, wanted, replica_id, results)
+
+
+def _settle(
+    apis: KafkaApis,
+    session: FetchSession,
+    wanted: list[_Wanted],
+    results: dict[TopicPartition, FetchResult],
+    replica_id: int,
+) -> None:
+    """After a follower's answered read: the partitions it found idle are not read again until
+    marked. Idle: no error, no records, the follower at the leader's log end offset and in its
+    settled ISR (a follower outside it is read each time, so it can be added back)."""
+    partitions = apis.replica_manager.partitions
+    tps = session.tps
+    for w in wanted:
+        if w.error_code:
+            continue
+        tp = tps.get(w.key)
+        if tp is None:
+            continue
+        r = results.get(tp)
+        if r is None or r.error_code or r.size:
+            continue
+        p = partitions.get(tp)
+        if (
+            p is None
+            or p.log.log_end_offset != w.offset
+            or replica_id not in p.isr
+            or p.pending_isr is not None
+            or not p.is_leader
+        ):
+            continue
+        remote = p.remote_replicas.get(replica_id)
+        if remote is not None:
+            session.set_idle(w.key, remote)
+
+
 def _count(
     apis: KafkaApis, wanted: list[_Wanted], replica_id: int, results: dict[TopicPartition, FetchResult]
 ) -> None:
@@ -316,6 +453,8 @@ def _respond(
     response carrying the throttle time, and the bytes it would have had are not counted."""
     _count(apis, wanted, replica_id, results)
     error_code, session_id, answered = _session_view(context, wanted, results)
+    if not error_code and (session := _tracked_session(context)) is not None:
+        _settle(apis, session, wanted, results, replica_id)
     response = _encode(request, version, answered, error_code, session_id, results)
     if replica_id >= 0:
         return response  # followers are bounded by the replication quotas instead

@@ -166,8 +166,10 @@ class KafkaApis:
         self.client_quotas: ClientQuotas = c.client_quotas
         self._request_quota = self.client_quotas.request
         # Incremental fetch sessions (KIP-227): one cache for followers and consumers alike.
+        # Followers' sessions read only the partitions the ReplicaManager marked as changed.
         self.fetch_sessions: FetchSessionCache = FetchSessionCache(
-            c.config.max_incremental_fetch_session_cache_slots
+            c.config.max_incremental_fetch_session_cache_slots,
+            watch=self.replica_manager.fetch_session_watch,
         )
 
     def start_processing(self) -> None:

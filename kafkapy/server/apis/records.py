@@ -63,7 +63,8 @@ def _delete_on_leader(apis: KafkaApis, tp: TopicPartition, offset: int) -> _Stat
     converted = log.high_watermark if offset == HIGH_WATERMARK else offset
     if converted < 0:
         raise OffsetOutOfRangeException(f"The offset {converted} for partition {tp} is not valid")
-    log.maybe_increment_log_start_offset(converted)
+    if log.maybe_increment_log_start_offset(converted):
+        apis.replica_manager.log_start_offset_moved(tp)
     low = partition.low_watermark(apis.metadata_cache.alive_broker_ids())
     # Until every replica has caught up the answer would be a time-out (Kafka's initial status).
     if low >= converted:
