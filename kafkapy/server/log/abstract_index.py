@@ -108,8 +108,9 @@ class AbstractIndex:
         return mm
 
     def unmap(self) -> None:
-        """Drop the mapping of an index only read so far (entries kept; no msync: a written
-        index is flushed first); the next lookup maps the file again."""
+        """Drop the mapping (entries kept; no msync: the caller flushes a written index first
+        unless, as after recovery, its writes are redone on a crash anyway); the next lookup
+        or append maps the file again."""
         with self._lock:
             if self._mm is not None:
                 self._mm.close()

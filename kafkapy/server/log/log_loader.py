@@ -169,7 +169,14 @@ def _recover_unflushed(segments: SortedDict, recovery_point: int, prefix: str) -
     unflushed = list(segments.values()[start_index:])
     for i, segment in enumerate(unflushed):
         logger.info("%s Recovering unflushed segment %d", prefix, segment.base_offset)
-        if _recover_segment(segment, prefix) > 0:
+        truncated = _recover_segment(segment, prefix)
+        # Rebuilding left the indexes mapped, and each CPython mapping holds a descriptor of its
+        # own: 10k partitions recovered after a crash would hold 20k more and hit the open-file
+        # limit before the broker started. A lookup or append maps them again; no msync is owed
+        # (the recovery point has not moved, so a crash before the next flush recovers again).
+        segment.offset_index.unmap()
+        segment.time_index.unmap()
+        if truncated > 0:
             logger.warning(
                 "%s Corruption found in segment %d, truncating to offset %d",
                 prefix,

@@ -309,3 +309,35 @@ def test_shutdown_closes_the_other_logs_when_one_fails_and_leaves_that_dir_uncle
     assert all(log._closed for p, log in logs.items() if p != 3)  # one failure closes no fewer
     assert not os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
     assert closing_threads and all(t.startswith("log-recovery-logs") for t in closing_threads)
+
+
+def test_recovered_partitions_hold_one_descriptor_each(log_dir: str, clock: FakeClock, caplog) -> None:
+    """After a crash every partition's last segment is rebuilt; its indexes must not stay mapped
+    (a CPython mapping holds a descriptor), or 10k partitions exceed the open-file limit."""
+    manager = start([log_dir], clock)
+    tps = [TopicPartition("many", p) for p in range(20)]
+    for tp in tps:
+        manager.get_or_create_log(tp).append_as_leader(records(1, timestamp=1_000))
+    crash(manager)
+    caplog.set_level(logging.INFO)
+    again = start([log_dir], clock)
+    assert caplog.text.count("Recovering unflushed segment") == len(tps)
+    for tp in tps:
+        segment = again.get_log(tp).active_segment
+        assert not segment.offset_index.is_mapped and not segment.time_index.is_mapped
+    held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if _readable(fd)]
+    assert sum(p.startswith(log_dir) and p.endswith((".index", ".timeindex")) for p in held) == 0
+    # Still usable: a lookup and an append map them again.
+    log = again.get_log(tps[0])
+    log.append_as_leader(records(1, timestamp=2_000))
+    assert fetched_offsets(log.read(0, 1 << 20)) == [0, 1]
+    assert log.fetch_offset_by_timestamp(2_000).offset == 1
+    again.shutdown()
+
+
+def _readable(fd: str) -> bool:
+    try:
+        os.readlink(f"/proc/self/fd/{fd}")
+        return True
+    except OSError:
+        return False
