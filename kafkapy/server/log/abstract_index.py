@@ -210,10 +210,23 @@ class AbstractIndex:
     def _entry(self, slot: int) -> tuple[int, ...]:
         return self.ENTRY.unpack_from(self._mm or self._mapped(), slot * self.ENTRY.size)
 
-    def _append_entry(self, *values: int) -> None:
+    def _append_entry(self, *values: int, write_through: bool = False) -> None:
+        """`write_through`: the entry goes by pwrite, not through the mapping (the same page cache,
+        so a mapping sees it). A segment's final time index entry at close: writing it through
+        a mapping of the preallocated file costs a page fault that allocates the block (~1.4 ms
+        here, most of a 10k-partition broker's clean shutdown), pwrite takes the page cache's
+        cheap path. Either way the entry is left unforced, as Kafka leaves it at close."""
         if self._entries >= self._max_entries:
             raise IndexFullError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
-        self.ENTRY.pack_into(self._mm or self._mapped(), self._entries * self.ENTRY.size, *values)
+        position = self._entries * self.ENTRY.size
+        if write_through:
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.pwrite(fd, self.ENTRY.pack(*values), position)
+            finally:
+                os.close(fd)
+        else:
+            self.ENTRY.pack_into(self._mm or self._mapped(), position, *values)
         self._entries += 1
 
     def _largest_lower_bound_slot(self, target: int) -> int:

@@ -252,12 +252,15 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
 
-    def _index_max_timestamp(self) -> None:
+    def _index_max_timestamp(self, closing: bool = False) -> None:
         """Write the largest timestamp as the time index's final entry (a segment that never
         loaded it has had no appends since it was opened: the index holds it already)."""
         if self._max_timestamp is not None and self._max_timestamp >= 0:
             self.time_index.maybe_append(
-                self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True
+                self._max_timestamp,
+                self._offset_of_max_timestamp,
+                skip_full_check=True,
+                write_through=closing,
             )
 
     def resize_indexes(self, size: int) -> None:
@@ -372,7 +375,7 @@ class LogSegment:
         self.txn_index.flush()
 
     def close(self) -> None:
-        self._index_max_timestamp()
+        self._index_max_timestamp(closing=True)
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()

@@ -52,8 +52,11 @@ class TimeIndex(AbstractIndex):
     def is_full(self) -> bool:
         return self._entries >= self._max_entries - 1
 
-    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
-        """Add (timestamp, offset) if the timestamp is larger than the last entry's."""
+    def maybe_append(
+        self, timestamp: int, offset: int, skip_full_check: bool = False, write_through: bool = False
+    ) -> None:
+        """Add (timestamp, offset) if the timestamp is larger than the last entry's;
+        `write_through` as for `_append_entry` (the final entry at close)."""
         if not skip_full_check and self.is_full:
             raise IndexFullError(
                 f"Attempt to append to a full time index (size = {self._entries}) {self.path}"
@@ -72,7 +75,7 @@ class TimeIndex(AbstractIndex):
         if not self._entries or timestamp > last.timestamp:
             if self._entries >= self.max_entries:
                 self.resize((self._entries + 1) * self.ENTRY.size)  # a trimmed file taking its final entry
-            self._append_entry(timestamp, offset - self.base_offset)
+            self._append_entry(timestamp, offset - self.base_offset, write_through=write_through)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The largest entry with timestamp <= target, or (NO_TIMESTAMP, base offset)."""

@@ -231,3 +231,31 @@ def test_unmapped_index_resizes_without_mapping(tmp_path) -> None:
     last = TimeIndex(index.path, BASE, 1200)
     assert last.last_entry == TimestampOffset(2000, BASE + 5)
     last.close()
+
+
+def test_final_entry_at_close_is_written_without_mapping(tmp_path) -> None:
+    """A segment's closing time index entry goes through pwrite when the index is not mapped (a
+    first write into the preallocated mapping costs a block-allocating page fault)."""
+    index = TimeIndex(str(tmp_path / "00000000000000000100.timeindex"), BASE, 1200)
+    index.maybe_append(1000, BASE + 1)
+    index.close()
+    reopened = TimeIndex(index.path, BASE, 1200)
+    reopened.resize(1200)  # the active segment's room, as the log loader gives it
+    reopened.maybe_append(2000, BASE + 5, write_through=True)  # reads the last entry: maps it
+    reopened.maybe_append(3000, BASE + 7, write_through=True)  # a mapping sees what pwrite wrote
+    assert reopened.lookup(2500) == TimestampOffset(2000, BASE + 5)
+    assert reopened.entries == 3
+    reopened.close()
+    assert os.path.getsize(index.path) == 36
+    again = TimeIndex(index.path, BASE, 1200)
+    assert [again.entry(i) for i in range(again.entries)] == [
+        TimestampOffset(1000, BASE + 1),
+        TimestampOffset(2000, BASE + 5),
+        TimestampOffset(3000, BASE + 7),
+    ]
+    again.close()
+    fresh = TimeIndex(str(tmp_path / "00000000000000000200.timeindex"), 200, 1200)
+    fresh.maybe_append(4000, 201, write_through=True)  # no entry to read first: never mapped
+    assert not fresh.is_mapped
+    fresh.close()
+    assert TimeIndex(fresh.path, 200, 1200).last_entry == TimestampOffset(4000, 201)
