@@ -24,7 +24,7 @@ to both), decided once per topic.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -278,27 +278,14 @@ async def _delayed(
     rm = apis.replica_manager
     # The first read's keys (`_read` answers in `wanted` order), not new TopicPartitions:
     # thousands of them per follower fetch.
-    offsets = {
-        tp: (w.offset, w.current_leader_epoch)
+    positions = [
+        (tp, w.offset, w.current_leader_epoch)
         for tp, w in zip(
             first_read, [w for w in wanted if not w.error_code and w.topic is not None], strict=True
         )
-    }
-    keys = list(offsets)
-    min_bytes = body.min_bytes
-
-    def can_complete() -> bool:
-        available = 0
-        for tp, (offset, epoch) in offsets.items():
-            n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available, epoch, isolation)
-            if n < 0:
-                return True  # leadership or its epoch moved, or the offset left the log: answer now
-            available += n
-            if available >= min_bytes:
-                return True
-        return False
-
-    op = DelayedOperation(can_complete)
+    ]
+    keys = [p[0] for p in positions]
+    op = DelayedOperation(lambda: _can_complete(apis, positions, replica_id, body.min_bytes, isolation))
     satisfied = await rm.fetch_purgatory.try_complete_else_watch(op, keys, body.max_wait_ms)
     if not satisfied and not op.rechecked and not any(r.records for r in first_read.values()):
         # The long poll ran out and nothing happened to its partitions meanwhile (appends,
@@ -310,6 +297,27 @@ async def _delayed(
     # A follower's position was recorded when the request arrived; reading again is not a fetch.
     results = _read(apis, wanted, replica_id, isolation, max_bytes, update_follower_state=False)
     return _respond(apis, request, version, context, wanted, replica_id, results)
+
+
+def _can_complete(
+    apis: KafkaApis,
+    positions: Iterable[tuple[TopicPartition, int, int]],
+    replica_id: int,
+    min_bytes: int,
+    isolation: int,
+) -> bool:
+    """Whether a parked fetch can be answered: its partitions, at these (offset, leader epoch)
+    positions, hold min_bytes, or one of them must be answered now."""
+    rm = apis.replica_manager
+    available = 0
+    for tp, offset, epoch in positions:
+        n = rm.fetchable_bytes(tp, offset, replica_id, min_bytes - available, epoch, isolation)
+        if n < 0:
+            return True  # leadership or its epoch moved, or the offset left the log: answer now
+        available += n
+        if available >= min_bytes:
+            return True
+    return False
 
 
 async def _delayed_tracked(
@@ -328,28 +336,18 @@ async def _delayed_tracked(
     """`_delayed` for a follower's session: the wait is on the session (one purgatory key), which
     any change to any of its partitions wakes; only the partitions to read are checked."""
     rm = apis.replica_manager
-    min_bytes = body.min_bytes
     parts, tps = session.partitions, session.tps
 
-    def can_complete() -> bool:
-        available = 0
+    def positions() -> Iterator[tuple[TopicPartition, int, int]]:
         for key in session.to_read:
             tp = tps.get(key)
             cached = parts.get(key)
             if tp is None or cached is None:
                 continue  # unresolved topics answered their error already; forgotten ones need nothing
             req = cached.request
-            n = rm.fetchable_bytes(
-                tp, req.fetch_offset, replica_id, min_bytes - available, req.current_leader_epoch, isolation
-            )
-            if n < 0:
-                return True
-            available += n
-            if available >= min_bytes:
-                return True
-        return False
+            yield tp, req.fetch_offset, req.current_leader_epoch
 
-    op = DelayedOperation(can_complete)
+    op = DelayedOperation(lambda: _can_complete(apis, positions(), replica_id, body.min_bytes, isolation))
     satisfied = await rm.fetch_purgatory.try_complete_else_watch(op, [session], body.max_wait_ms)
     if not satisfied and not op.rechecked and not any(r.records for r in first_read.values()):
         return _respond(apis, request, version, context, wanted, replica_id, first_read)
