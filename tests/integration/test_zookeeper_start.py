@@ -160,7 +160,14 @@ def test_restart_keeps_the_port_the_data_and_the_sessions(zookeeper: ZooKeeperPr
     (what the ZooKeeper fault tests rely on)."""
     # A session timeout of 8 s leaves a loaded CI machine time to start the JVM again and the
     # client to reconnect; down for 10 s is still longer than the timeout, which is the point.
-    client = KazooClient(hosts=zookeeper.connect_string, timeout=8)
+    # kazoo's default reconnect backoff doubles without a useful cap: after 10 s down its next
+    # attempt can come ~9 s after ZooKeeper is back, past the restored session's 8 s, and the
+    # session expires (seen in CI). The brokers' ZkIO caps it at 1 s; so does this client.
+    client = KazooClient(
+        hosts=zookeeper.connect_string,
+        timeout=8,
+        connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0},
+    )
     client.start(timeout=15)
     states: list[str] = []
     client.add_listener(states.append)
