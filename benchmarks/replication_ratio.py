@@ -34,7 +34,7 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from benchmarks.brokers import python_broker_pid, user_system_seconds  # noqa: E402
-from benchmarks.page_cache_cost import write_pass  # noqa: E402
+from benchmarks.page_cache_cost import recycle_page_cache  # noqa: E402
 from benchmarks.produce import producer_config  # noqa: E402
 from benchmarks.profiling import py_spy, top_functions  # noqa: E402
 from kafkapy.testing import kafkapy_cluster_context  # noqa: E402
@@ -152,19 +152,6 @@ def _print_request_times(logs: list[Path]) -> None:
                 f"follower fetches served {len(sizes)}, mean {statistics.mean(sizes) / 1024:.0f} KiB"
             )
         print("  ".join(parts))
-
-
-def _recycle_page_cache(directory: Path, gb: float) -> None:
-    """Write `gb` GB to a scratch file and delete it: the round's appends then reuse pages this
-    VM's hypervisor has not taken back yet (see benchmarks/page_cache_cost.py), so the round
-    measures the brokers rather than the host's page faults. Untimed, outside the CPU counts."""
-    if gb <= 0:
-        return
-    scratch = directory / "page-cache-scratch"
-    try:
-        write_pass(str(scratch), gb)
-    finally:
-        scratch.unlink(missing_ok=True)
 
 
 def _user_system(pids: list[int]) -> tuple[float, float]:
@@ -295,7 +282,7 @@ def main() -> None:
                 records = args.mb * 1_000_000 // size
                 for rf in ("rf1", "rf3"):
                     topic = f"{rf}-{size}"
-                    _recycle_page_cache(cluster.base_dir, args.recycle_page_cache_gb)
+                    recycle_page_cache(cluster.base_dir, args.recycle_page_cache_gb)
                     us0 = _user_system(pids)
                     spies = (
                         _spy(pids, args.profile, f"{topic}-r{r + 1}", args.profile_gil) if rf == "rf3" else []
