@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
 
 import pytest
 from log_helpers import FakeClock, records, small_config
@@ -223,3 +224,47 @@ def test_sync_filesystem_reports_the_kernels_error() -> None:
     with pytest.raises(OSError) as raised:
         sync_filesystem(-1)
     assert raised.value.errno == errno.EBADF
+
+
+@pytest.mark.timeout(30)
+def test_a_move_stopped_by_the_shutdown_keeps_its_future_log_covered_by_the_syncfs(
+    dirs: list[str], clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The future log is loaded as clean after a marker, so its writes must be on disk first."""
+    from kafkapy.server import log_dir_mover
+    from kafkapy.server.replication_quota import ReplicationQuotaManager
+
+    monkeypatch.setattr(log_dir_mover, "ROUND_BYTES", 200)
+    source, destination = dirs
+    manager = LogManager(dirs, CONFIG, time_ms=clock)
+    manager.startup()
+    tp = TopicPartition("t", 0)
+    log = manager.get_or_create_log(tp)
+    assert os.path.dirname(log.dir) == source  # both empty: the first dir
+    for seq in range(0, 40, 2):
+        log.append_as_leader(records(2, size=100, producer_id=7, producer_epoch=0, base_sequence=seq))
+    quota = ReplicationQuotaManager()
+    quota.update_quota(1)  # one byte per second: the copy stops after its first round
+    manager.moves.quota = quota
+    manager.moves.start(tp, log, destination)
+    future = manager.moves.future_logs()[tp]
+    deadline = time.monotonic() + 10
+    # Until the first round's epoch checkpoint is written (a runtime write, synced per file).
+    while future.leader_epoch_cache.checkpoint._on_disk is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert 0 < future.log_end_offset < log.log_end_offset
+    per_file: list[str] = []
+    for name in ("sync_file", "sync_mapping", "sync_dir"):
+        monkeypatch.setattr(FsyncEach, name, lambda self, arg, name=name: per_file.append(name))
+    synced: dict[str, bool] = {}
+
+    def syncfs(fd: int) -> None:
+        synced[os.path.dirname(_fd_path(fd))] = future._closed
+        sync_filesystem(fd)
+
+    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs)
+    manager.shutdown()
+    assert per_file == []
+    assert synced == {source: True, destination: True}
+    assert [n for n in os.listdir(destination) if n.endswith("-future")]
+    assert all(os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE)) for d in dirs)
