@@ -7,8 +7,8 @@ file (and the directory after a rename) before the call returns: flush.ms, flush
 roll, an epoch change, DeleteRecords rely on that file alone being on disk afterwards.
 
 A clean shutdown is the one place that writes to every log at once: ~5 syncs per log (the
-`.log`, both index mappings, the snapshot and its directory), tens of thousands of journal
-commits for 10k partitions on one recovery thread. There the LogManager passes `DEFERRED`,
+`.log`, both index mappings, the snapshot and its directory), tens of thousands of synchronous
+writes for 10k partitions on one recovery thread. There the LogManager passes `DEFERRED`,
 which syncs nothing, and then calls `sync_filesystem` once per log dir (syncfs(2): the dirty
 data and metadata of the whole filesystem, written back in one pass). Whoever passes `DEFERRED`
 owes that call, and nothing may claim the writes durable before it has succeeded: the
