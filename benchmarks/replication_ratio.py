@@ -33,7 +33,8 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from benchmarks.brokers import cpu_seconds, python_broker_pid  # noqa: E402
+from benchmarks.brokers import python_broker_pid, user_system_seconds  # noqa: E402
+from benchmarks.page_cache_cost import recycle_page_cache  # noqa: E402
 from benchmarks.produce import producer_config  # noqa: E402
 from benchmarks.profiling import py_spy, top_functions  # noqa: E402
 from kafkapy.testing import kafkapy_cluster_context  # noqa: E402
@@ -128,6 +129,7 @@ def _print_request_times(logs: list[Path]) -> None:
     for broker, path in enumerate(logs):
         remote: list[float] = []
         send: list[float] = []
+        sizes: list[int] = []
         for line in path.read_text().splitlines() if path.exists() else []:
             m = _COMPLETED.search(line)
             if m is None:
@@ -137,6 +139,7 @@ def _print_request_times(logs: list[Path]) -> None:
                 remote.append(float(m.group(4)))
             elif api == "FETCH" and "-fetcher-" in client and size >= 1024:
                 send.append(float(m.group(5)))
+                sizes.append(size)
         parts = [f"broker {broker}:"]
         for name, xs in (("produce remoteTime", remote), ("follower fetch sendTime", send)):
             if xs:
@@ -144,11 +147,25 @@ def _print_request_times(logs: list[Path]) -> None:
                 parts.append(
                     f"{name} ms median {statistics.median(xs):.2f} p90 {xs[int(0.9 * len(xs))]:.2f} (n={len(xs)})"
                 )
+        if sizes:
+            parts.append(
+                f"follower fetches served {len(sizes)}, mean {statistics.mean(sizes) / 1024:.0f} KiB"
+            )
         print("  ".join(parts))
 
 
-def _spy(pids: list[int], out: Path | None, label: str) -> list[tuple[subprocess.Popen[bytes], Path]]:
-    """py-spy on every broker from now until `_stop` (a profiled run's rates are not figures)."""
+def _user_system(pids: list[int]) -> tuple[float, float]:
+    """The brokers' utime and stime summed: which side (our code or the kernel's) a cost is on."""
+    times = [user_system_seconds(pid) for pid in pids]
+    return sum(u for u, _ in times), sum(s for _, s in times)
+
+
+def _spy(
+    pids: list[int], out: Path | None, label: str, gil: bool = False
+) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """py-spy on every broker from now until `_stop` (a profiled run's rates are not figures).
+    `gil`: sample only the thread holding the GIL, i.e. Python running, not threads in system
+    calls or runnable threads waiting for a core (py-spy counts those as active otherwise)."""
     if out is None:
         return []
     out.mkdir(parents=True, exist_ok=True)
@@ -167,10 +184,38 @@ def _spy(pids: list[int], out: Path | None, label: str) -> list[tuple[subprocess
             str(path),
             "-p",
             str(pid),
+            *(["--gil"] if gil else []),
         ]
         spies.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), path))
     time.sleep(1.0)  # py-spy attaches
     return spies
+
+
+def _perf(pids: list[int], out: Path | None, label: str) -> subprocess.Popen[bytes] | None:
+    """`perf record` (cpu-clock, call graphs, kernel included) of the brokers for one round:
+    where their system time goes, which py-spy cannot see."""
+    if out is None:
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", str(out / f"{label}.perf.data"),
+           "-p", ",".join(map(str, pids))]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # perf attaches
+    return proc
+
+
+def _perf_stop(proc: subprocess.Popen[bytes] | None, out: Path | None, label: str) -> None:
+    if proc is None or out is None:
+        return
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    report = subprocess.run(
+        ["perf", "report", "-i", str(out / f"{label}.perf.data"), "--no-children", "--stdio", "-g", "none",
+         "--sort", "sym", "--percent-limit", "1.5"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    lines = [line for line in report.stdout.splitlines() if line.strip() and not line.startswith("#")]
+    print(f"  perf {label}: " + "; ".join(" ".join(line.split()) for line in lines[:12]), flush=True)
 
 
 def _stop(spies: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
@@ -202,6 +247,16 @@ def main() -> None:
         "--profile", type=Path, default=None,
         help="directory: py-spy every broker during the RF 3 rounds (speedscope files, top functions)",
     )  # fmt: skip
+    parser.add_argument("--profile-gil", action="store_true", help="--profile samples only the GIL holder")
+    parser.add_argument(
+        "--perf", type=Path, default=None,
+        help="directory: `perf record` the brokers (kernel included) in every round, print top symbols",
+    )  # fmt: skip
+    parser.add_argument(
+        "--recycle-page-cache-gb", type=float, default=0.0,
+        help="before every round write and delete this many GB next to the brokers' logs, so the "
+        "round appends into recycled page cache (this VM charges ~2 s/GB for fresh memory)",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     overrides = dict(kv.split("=", 1) for kv in args.broker_config)
@@ -227,17 +282,25 @@ def main() -> None:
                 records = args.mb * 1_000_000 // size
                 for rf in ("rf1", "rf3"):
                     topic = f"{rf}-{size}"
-                    cpu0 = sum(cpu_seconds(pid) for pid in pids)
-                    spies = _spy(pids, args.profile, f"{topic}-r{r + 1}") if rf == "rf3" else []
+                    recycle_page_cache(cluster.base_dir, args.recycle_page_cache_gb)
+                    us0 = _user_system(pids)
+                    spies = (
+                        _spy(pids, args.profile, f"{topic}-r{r + 1}", args.profile_gil) if rf == "rf3" else []
+                    )
+                    perf = _perf(pids, args.perf, f"{topic}-r{r + 1}")
                     wall_s = produce(bootstrap, topic, size, records)
+                    _perf_stop(perf, args.perf, f"{topic}-r{r + 1}")
                     _stop(spies)
-                    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
+                    us1 = _user_system(pids)
+                    user, system = us1[0] - us0[0], us1[1] - us0[1]
+                    cpu = user + system
                     rate = records * size / wall_s / 1_000_000
                     rates[topic].append(rate)
                     cpu_per_gb[topic].append(cpu / (records * size / 1e9))
                     print(
-                        f"round {r + 1} {topic:>9}: {rate:7.2f} MB/s ({records} records, {wall_s:.2f} s), "
-                        f"brokers' CPU {cpu_per_gb[topic][-1]:.1f} s/GB",
+                        f"{time.strftime('%H:%M:%S')} round {r + 1} {topic:>9}: {rate:7.2f} MB/s ({records} records, {wall_s:.2f} s), "
+                        f"brokers' CPU {cpu_per_gb[topic][-1]:.1f} s/GB "
+                        f"(user {user / (records * size / 1e9):.1f}, sys {system / (records * size / 1e9):.1f})",
                         flush=True,
                     )
         print()

@@ -158,7 +158,7 @@ def _run_step(step: str, sc: Any, partitions: int, topics: int, args: argparse.N
         return scale_steps.startup(sc, partitions, topics, args.records_per_partition)
     if step == "rf3":
         sizes = {1024: args.rf3_records_1k, 100: args.rf3_records_100}
-        return scale_steps.rf3(sc, sizes, args.rf3_partitions, args.rf3_rounds)
+        return scale_steps.rf3(sc, sizes, args.rf3_partitions, args.rf3_rounds, not args.no_rf3_recycle)
     raise ValueError(step)
 
 
@@ -185,9 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records-per-partition", type=int, default=10, help="start-up step: 100 B records each")
     p.add_argument("--no-kill", action="store_true", help="failover: only the znode deletion")
     p.add_argument("--rf3-partitions", type=int, default=6)
-    p.add_argument("--rf3-records-1k", type=int, default=60_000)
-    p.add_argument("--rf3-records-100", type=int, default=300_000)
+    p.add_argument("--rf3-records-1k", type=int, default=400_000)
+    p.add_argument("--rf3-records-100", type=int, default=2_000_000)
     p.add_argument("--rf3-rounds", type=int, default=2)
+    p.add_argument(
+        "--no-rf3-recycle", action="store_true",
+        help="rf3: no page-cache recycling before each run (this VM then charges the later runs for fresh memory)",
+    )  # fmt: skip
     p.add_argument(
         "--deadline-minutes", type=float, default=0, help="give up waits and skip steps after this (0: none)"
     )

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks.brokers import RunningBroker
 from benchmarks.common import Window, throughput
+from benchmarks.page_cache_cost import recycle_page_cache
 from benchmarks.produce import produce
 from benchmarks.scale_cluster import ScaleCluster, StepTimeout
 from benchmarks.scale_probe import (
@@ -405,9 +406,18 @@ class LagSampler(threading.Thread):
         self.join(10)
 
 
-def rf3(sc: ScaleCluster, sizes: dict[int, int], partitions: int, rounds: int) -> Figures:
+def rf3(
+    sc: ScaleCluster, sizes: dict[int, int], partitions: int, rounds: int, recycle: bool = True
+) -> Figures:
     """Same records (count and size) to an RF 3 topic (leaders on all three brokers) and to an
-    RF 1 topic on broker 0 alone, acks=all both, back to back, the order flipped every round."""
+    RF 1 topic on broker 0 alone, acks=all both, back to back, the order flipped every round.
+
+    `recycle`: before every run, write and delete as many bytes as an RF 3 run appends (three
+    copies, plus a tenth) next to the brokers' logs. This VM returns freed memory to its host
+    and charges ~2 s of system time per GB of page cache made from fresh memory (see
+    page_cache_cost.py), which lands on whichever run comes after the first ~1.6 GB and three
+    times as hard on RF 3. Both runs then append into recycled pages, as they would on a machine
+    whose memory is its own; the figures say which way they were taken."""
     admin = AdminClient({"bootstrap.servers": sc.cluster.bootstrap_servers})
     t3, t1 = "scale-bench-rf3", "scale-bench-rf1"
     for f in admin.create_topics([NewTopic(t3, partitions, REPLICATION)], operation_timeout=60).values():
@@ -424,7 +434,7 @@ def rf3(sc: ScaleCluster, sizes: dict[int, int], partitions: int, rounds: int) -
         Producer({"bootstrap.servers": sc.cluster.bootstrap_servers}).list_topics(t, timeout=30)
     time.sleep(2)  # leaders elected and followers fetching before the clock starts
     broker0 = RunningBroker("kafkapy", sc.handle(0).bootstrap, sc.pid(0), sc.handle(0).log_dir)
-    out: Figures = {"partitions": partitions}
+    out: Figures = {"partitions": partitions, "page_cache_recycled": recycle}
     for size, records in sizes.items():
         runs: dict[str, list[Figures]] = {"rf1": [], "rf3": []}
         lag: list[float] = []
@@ -432,6 +442,8 @@ def rf3(sc: ScaleCluster, sizes: dict[int, int], partitions: int, rounds: int) -
         for r in range(rounds):
             order = [("rf1", t1), ("rf3", t3)] if r % 2 == 0 else [("rf3", t3), ("rf1", t1)]
             for key, topic in order:
+                if recycle:
+                    recycle_page_cache(sc.cluster.base_dir, 3.3 * records * size / 1e9)
                 cpus0 = {b: cpu_seconds(sc.pid(b)) for b in sc.live_ids()}
                 # Scraped during both runs, so both pay the scrapes' cost; only RF 3 has followers.
                 sampler = LagSampler(sc)

@@ -35,6 +35,10 @@ from kafkapy.protocol.messages import Message
 _API_VERSIONS_MAX: Final = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
 _CLIENT_SOFTWARE_NAME: Final = "kafkapy"
 _CLIENT_SOFTWARE_VERSION: Final = "0.1.0"
+# Frames above this are read into a buffer of their own even with reuse_response_buffer on, so
+# that one outsized answer does not pin its size for the connection's life (a follower's answers
+# are at most replica.fetch.response.max.bytes, 10 MiB by default).
+_REUSED_BUFFER_MAX: Final = 16 * 1024 * 1024
 
 
 class ConnectionClosedError(NetworkException):
@@ -54,6 +58,7 @@ class BrokerConnection:
         timeout: float = 30.0,
         max_response_size: int = framing.DEFAULT_MAX_FRAME_SIZE,
         security: ClientSecurity = PLAINTEXT,
+        reuse_response_buffer: bool = False,
     ) -> None:
         self.host = host
         # TLS and/or SASL on connect (sasl_client.py): the broker's inter-broker clients use it.
@@ -66,6 +71,12 @@ class BrokerConnection:
         self._lock = threading.Lock()
         self._correlation = itertools.count(1)
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        # `reuse_response_buffer`: responses are read into one buffer kept from frame to frame
+        # (a replica fetcher's megabyte answers: no fresh zeroed allocation per fetch). The
+        # decoded response's bytes fields (a fetch's records) are views into it, valid only until
+        # the next `send`: for a caller that is done with each response before the next request.
+        self._reuse = reuse_response_buffer
+        self._response_buf = bytearray()
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, connected={self._sock is not None})"
@@ -185,7 +196,12 @@ class BrokerConnection:
 
     def _read_exactly(self, sock: socket.socket, n: int, deadline: float, what: str) -> bytearray:
         buf = bytearray(n)
-        view = memoryview(buf)
+        self._recv_into(sock, memoryview(buf), deadline, what)
+        return buf
+
+    def _recv_into(self, sock: socket.socket, view: memoryview, deadline: float, what: str) -> None:
+        """Fill `view` from the socket, or raise (timeout, closed connection)."""
+        n = len(view)
         # A plain socket waits for the whole frame in the kernel (MSG_WAITALL, SO_RCVTIMEO for
         # the deadline): one system call, so a thread reading a 1 MB fetch answer takes the GIL
         # back once instead of after every segment that arrives (each time contending with the
@@ -212,11 +228,17 @@ class BrokerConnection:
                     f"{self.host}:{self.port} closed the connection while we read the {what} response"
                 )
             got += k
-        return buf
 
     def _read_frame(self, sock: socket.socket, deadline: float, what: str) -> memoryview:
         size = framing.read_frame_size(self._read_exactly(sock, 4, deadline, what), 0, self.max_response_size)
-        return memoryview(self._read_exactly(sock, size, deadline, what))
+        if not self._reuse or size > _REUSED_BUFFER_MAX:
+            return memoryview(self._read_exactly(sock, size, deadline, what))
+        if len(self._response_buf) < size:
+            # A new object, not a resize: views of the last response may still be alive.
+            self._response_buf = bytearray(size)
+        frame = memoryview(self._response_buf)[:size]
+        self._recv_into(sock, frame, deadline, what)
+        return frame
 
     def _decode(
         self, api_key: int, version: int, correlation_id: int, frame: memoryview, what: str

@@ -178,9 +178,12 @@ class ReplicaFetcherThread(threading.Thread):
         self.fetcher_id = fetcher_id
         self.leader = leader
         self.config = config
+        # Answers are read into one buffer reused from fetch to fetch: a response's records are
+        # views into it, appended (copied to the log) by `_process` before the next request.
         self._conn = connect(
             leader.host, leader.port, client_id=f"broker-{broker_id}-fetcher-{fetcher_id}",
             timeout=max(config.socket_timeout_ms, config.max_wait_ms + 1000) / 1000,
+            reuse_response_buffer=True,
         )  # fmt: skip
         self._version: int | None = None
         self._lock = threading.Condition()

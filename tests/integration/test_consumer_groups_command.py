@@ -53,7 +53,9 @@ def topic(bootstrap: str) -> str:
 
     name = f"cg-{uuid.uuid4().hex[:8]}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(name, PARTITIONS, 1)])
+    # The records' timestamps (2020) are past the default retention: kept for good, or the
+    # module's broker could delete them at a retention check mid-module.
+    admin.create_topics([NewTopic(name, PARTITIONS, 1, topic_configs={"retention.ms": "-1"})])
     admin.close()
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     for p in range(PARTITIONS):

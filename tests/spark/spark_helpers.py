@@ -21,10 +21,16 @@ def unique_topic(name: str) -> str:
     return f"spark-{re.sub(r'[^A-Za-z0-9]', '-', name)[:60]}-{time.monotonic_ns() % 10**8}"
 
 
+# The records carry fixed timestamps (BASE_TS, in 2023): past the broker's default 7-day retention,
+# so its retention check (every 5 minutes on the session's shared broker) would delete them between
+# a test's produce and its read. Each topic keeps its records for good instead.
+KEEP_FOREVER = {"retention.ms": "-1"}
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     admin = AdminClient(bootstrap)
     try:
-        admin.create_topic(NewTopic(topic, partitions, 1, configs=configs or {}))
+        admin.create_topic(NewTopic(topic, partitions, 1, configs={**KEEP_FOREVER, **(configs or {})}))
         deadline = time.monotonic() + 30
         while True:  # wait until every partition has a leader
             info = admin.describe_topics([topic])[topic]

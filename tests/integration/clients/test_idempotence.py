@@ -8,6 +8,7 @@ must carry one producer id and gap-free sequences, and every message must be sto
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import confluent_io as ck
@@ -51,7 +52,10 @@ def init_producer_id(conn: BrokerConnection, producer_id: int = -1, epoch: int =
     return resp.producer_id, resp.producer_epoch
 
 
-def batch(pid: int, epoch: int, sequence: int, keys: list[bytes], ts: int = 1_700_000_000_000) -> bytes:
+def batch(pid: int, epoch: int, sequence: int, keys: list[bytes], ts: int | None = None) -> bytes:
+    # Now, not a fixed date: a timestamp past the default retention could be deleted by the
+    # shared broker's retention check before the test reads it back.
+    ts = int(time.time() * 1000) if ts is None else ts
     records = [(k, b"value-" + k, [("seq", str(sequence + i).encode())], ts + i) for i, k in enumerate(keys)]
     return bytes(build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=sequence))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 import time
@@ -250,3 +251,53 @@ def test_a_frame_cut_short_times_out_at_the_deadline() -> None:
         assert not conn.connected
     finally:
         b.close()
+
+
+def _fetch_answers(records: list[bytes]) -> Reply:
+    """Answers the n-th Fetch (v12) with `records[n]` as partition 0's record set."""
+    answered = itertools.count()
+
+    def reply(header: framing.RequestHeader, frame: bytes) -> bytes | None:
+        if header.api_key != ApiKey.FETCH:
+            return None
+        body = messages.encode_response(
+            ApiKey.FETCH,
+            12,
+            {
+                "responses": [
+                    {"topic": "t", "partitions": [{"partition_index": 0, "records": records[next(answered)]}]}
+                ]
+            },
+        )
+        return framing.encode_response_frame(ApiKey.FETCH, 12, header.correlation_id, body)
+
+    return reply
+
+
+def test_a_reused_response_buffer_holds_each_answer_until_the_next_send() -> None:
+    sizes = [300_000, 1000, 2_000_000]  # shrink (the buffer stays), then grow (a new one)
+    answers = [bytes([i + 1]) * n for i, n in enumerate(sizes)]
+    b = FakeBroker(_fetch_answers(answers))
+    request = {"max_wait_ms": 0, "topics": [{"topic": "t", "partitions": [{"partition": 0}]}]}
+    try:
+        with BrokerConnection("127.0.0.1", b.port, timeout=5, reuse_response_buffer=True) as conn:
+            buffers = []
+            for expected in answers:
+                resp = conn.send(ApiKey.FETCH, 12, request)
+                assert resp is not None
+                records = resp.responses[0].partitions[0].records
+                assert isinstance(records, memoryview) and records.tobytes() == expected
+                buffers.append(records.obj)
+            assert buffers[0] is buffers[1]  # the smaller answer was read into the same buffer
+            assert buffers[2] is not buffers[1]  # a larger one did not resize it under live views
+    finally:
+        b.close()
+
+
+def test_without_reuse_every_response_has_a_buffer_of_its_own(broker: FakeBroker) -> None:
+    with BrokerConnection("127.0.0.1", broker.port, timeout=5) as conn:
+        first = conn.send(ApiKey.METADATA, 9, {"topics": [{"name": "a"}]})
+        second = conn.send(ApiKey.METADATA, 9, {"topics": [{"name": "b"}]})
+        assert first is not None and second is not None
+        assert [t.name for t in first.topics] == ["a"] and [t.name for t in second.topics] == ["b"]
+        assert conn._response_buf == bytearray()  # nothing kept between responses

@@ -44,7 +44,14 @@ class FakeConnection:
     each OffsetsForLeaderEpoch with `respond_epochs(request)`: by default, every epoch asked
     about ends at `leader_end_offset`."""
 
-    def __init__(self, host: str, port: int, client_id: str = "", timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "",
+        timeout: float = 30.0,
+        reuse_response_buffer: bool = False,
+    ) -> None:
         self.client_id = client_id
         self.connected = False
         self.requests: list[dict[str, Any]] = []
