@@ -139,7 +139,8 @@ def run_count(
     finally:
         record["finished_utc"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         save()
-        shutil.rmtree(base, ignore_errors=True)
+        if not args.keep_work_dir:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _run_step(step: str, sc: Any, partitions: int, topics: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -172,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="drop earlier results in --out")
     p.add_argument("--quick", action="store_true", help="200 partitions, 10 topics, short runs")
     p.add_argument("--work-dir", default=None, help="where the clusters' data goes (default: $TMPDIR)")
+    p.add_argument(
+        "--keep-work-dir",
+        action="store_true",
+        help="leave the cluster's data (A/B runs: on a journal-less ext4, deleting a 10k cluster's"
+        " ~150k files slows the file creations of the next run for minutes; delete it afterwards)",
+    )
     p.add_argument("--metadata-requests", type=int, default=21)
     p.add_argument("--idle-seconds", type=float, default=20.0)
     p.add_argument("--idle-settle", type=float, default=5.0)

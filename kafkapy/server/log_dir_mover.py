@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.log import Log
 from kafkapy.server.log.log_manager import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX
 from kafkapy.server.log.log_segment import LogSegment
@@ -161,11 +162,14 @@ class LogDirMover(threading.Thread):
         self._delete_delay_s = delete_delay_s
         self._quota = quota
         self._stopping = threading.Event()  # not _stop: Thread has a method of that name
-        # Set by a broker shutdown: the future log stays on disk and the next start resumes it.
+        # Set by a broker shutdown: the future log stays on disk and the next start resumes it,
+        # closed with the shutdown's syncer (the LogManager syncs the dir after the movers stop).
         self._keep_future = False
+        self._close_syncer: Syncer = FSYNC_EACH
 
-    def shutdown(self, keep_future: bool = False) -> None:
+    def shutdown(self, keep_future: bool = False, syncer: Syncer = FSYNC_EACH) -> None:
         self._keep_future = keep_future
+        self._close_syncer = syncer
         self._stopping.set()
 
     def run(self) -> None:
@@ -184,7 +188,7 @@ class LogDirMover(threading.Thread):
             if channel is not None and channel.has_offline_log_dir(self.destination):
                 self.future.close_handlers()  # a failed dir is left as it is, like its other logs
             elif self._keep_future and self._is_current():
-                self.future.close()
+                self.future.close(syncer=self._close_syncer)
                 log.info(
                     "[ReplicaAlterLogDirsThread] Stopped moving %s at offset %d; the move resumes at the "
                     "next start",
@@ -355,10 +359,14 @@ class LogDirMoves:
             if self._moves.get(mover.tp) is mover:
                 del self._moves[mover.tp]
 
-    def shutdown(self) -> None:
+    def shutdown(self, syncer: Syncer = FSYNC_EACH) -> set[str]:
+        """Stop every move, keeping its future log for the next start (closed with `syncer`);
+        returns the dirs of the moves that did not stop in time: one may still write there, so
+        they must not be marked clean."""
         with self._lock:
             movers = list(self._moves.values())
         for mover in movers:
-            mover.shutdown(keep_future=True)
+            mover.shutdown(keep_future=True, syncer=syncer)
         for mover in movers:
             mover.join(30)
+        return {d for m in movers if m.is_alive() for d in (m.destination, os.path.dirname(m.current.dir))}

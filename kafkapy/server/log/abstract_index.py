@@ -20,6 +20,8 @@ import struct
 import threading
 from typing import ClassVar
 
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
+
 
 class CorruptIndexException(Exception):
     """An index file breaks its format's invariants; the segment is recovered from its log."""
@@ -155,10 +157,10 @@ class AbstractIndex:
         self._entries = 0
         self.resize(self.max_index_size)
 
-    def flush(self) -> None:
+    def flush(self, syncer: Syncer = FSYNC_EACH) -> None:
         with self._lock:
             if self._mm is not None:
-                self._mm.flush()
+                syncer.sync_mapping(self._mm)
 
     def close(self) -> None:
         if self._closed:

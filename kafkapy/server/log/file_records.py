@@ -24,6 +24,7 @@ from kafkapy.protocol.record_batch import (
     read_header,
 )
 from kafkapy.protocol.record_codec import decode_batch_records
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.fetch_data_info import TimestampAndOffset
 
 
@@ -58,9 +59,9 @@ class FileRecords:
         os.replace(self.path, path)
         self.path = path
 
-    def flush(self) -> None:
+    def flush(self, syncer: Syncer = FSYNC_EACH) -> None:
         if self.fd >= 0:
-            os.fsync(self.fd)
+            syncer.sync_file(self.fd)
 
     def last_modified_ms(self) -> int:
         return os.fstat(self.fd).st_mtime_ns // 1_000_000

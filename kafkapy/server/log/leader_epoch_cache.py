@@ -13,7 +13,9 @@ Kafka's file, `leader-epoch-checkpoint` in the partition's directory::
     3 1500
 
 Written like the offset checkpoints (temporary file, fsync, atomic rename), so a crash leaves
-the old or the new file whole. The cache is not thread-safe on its own: the Log calls it under
+the old or the new file whole; at a clean shutdown the syncs wait for the log dir's syncfs
+(durability.py), and a crash before it may leave a torn file, which the loader rebuilds from the
+batches. The cache is not thread-safe on its own: the Log calls it under
 its lock; only `flush` (the file write) may run on another thread, and writes the entries as
 they are when it runs.
 """
@@ -27,6 +29,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kafkapy.protocol.constants import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 
 logger = logging.getLogger("kafkapy.server.epoch.LeaderEpochFileCache")
@@ -58,7 +61,7 @@ class LeaderEpochCheckpointFile:
         # is skipped, so closing 10k logs does not fsync 10k unchanged files (with their dirs).
         self._on_disk: tuple[str, tuple[EpochEntry, ...]] | None = None
 
-    def write(self, entries: Iterable[EpochEntry]) -> None:
+    def write(self, entries: Iterable[EpochEntry], syncer: Syncer = FSYNC_EACH) -> None:
         written = tuple(entries)
         lines = [str(CURRENT_VERSION)]
         body = [f"{e.epoch} {e.start_offset}" for e in written]
@@ -70,13 +73,9 @@ class LeaderEpochCheckpointFile:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
                 f.flush()
-                os.fsync(f.fileno())
+                syncer.sync_file(f.fileno())
             os.replace(tmp, self.path)
-            dir_fd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            syncer.sync_dir(os.path.dirname(self.path))
             self._on_disk = (self.path, written)
 
     def read(self) -> list[EpochEntry] | None:
@@ -247,5 +246,5 @@ class LeaderEpochFileCache:
 
     # -- the file -------------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        self.checkpoint.write(list(self._epochs))
+    def flush(self, syncer: Syncer = FSYNC_EACH) -> None:
+        self.checkpoint.write(list(self._epochs), syncer)

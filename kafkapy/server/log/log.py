@@ -25,6 +25,7 @@ from kafkapy.protocol.control_records import parse_control_batch
 from kafkapy.protocol.errors import InvalidTimestampException, KafkaError, OffsetOutOfRangeException
 from kafkapy.protocol.record_batch import set_base_offset, set_log_append_time, validate_records
 from kafkapy.server.log.cleaner.record_filter import check_keys_for_compacted_topic
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.fetch_data_info import (
     FetchDataInfo,
     LogAppendInfo,
@@ -469,8 +470,12 @@ class Log:
         return segment
 
     @io_guarded("Error while flushing log for {tp} in dir {dir}")
-    def flush(self, up_to: int | None = None) -> None:
-        """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point."""
+    def flush(self, up_to: int | None = None, *, syncer: Syncer = FSYNC_EACH) -> None:
+        """fsync the segments holding offsets below `up_to` (default: all), then move the recovery point.
+
+        With `DEFERRED` (LogManager.shutdown) nothing is synced yet the recovery point moves:
+        the caller syncs the log dir before it checkpoints that recovery point.
+        """
         with self._lock:
             offset = self._next_offset if up_to is None else min(up_to, self._next_offset)
             if offset <= self.recovery_point:
@@ -478,9 +483,10 @@ class Log:
             first = max(self._segments.bisect_right(self.recovery_point) - 1, 0)
             last = self._segments.bisect_left(offset)
             segments = list(self._segments.values()[first : max(last, first + 1)])
-        with LOG_FLUSH.time():  # LogFlushStats: an fsync of the log, on an io thread
+        # LogFlushStats: an fsync of the log, on an io thread (a deferred one is no sample).
+        with LOG_FLUSH.time() if syncer is FSYNC_EACH else contextlib.nullcontext():
             for segment in segments:
-                segment.flush()
+                segment.flush(syncer)
         with self._lock:
             if offset > self.recovery_point:
                 self.recovery_point = offset
@@ -764,17 +770,19 @@ class Log:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def close(self, *, syncer: Syncer = FSYNC_EACH) -> None:
+        """Write what the next start reads instead of scanning (the epoch checkpoint, a producer
+        snapshot at the log end) and close the files; `DEFERRED` as for `flush`."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             if not self.leader_epoch_cache.is_empty():
-                self.leader_epoch_cache.flush()  # a write the scheduler had not run yet
+                self.leader_epoch_cache.flush(syncer)  # a write the scheduler had not run yet
             if self._next_offset > self.log_start_offset or self.producer_state.producers:
                 # The next start scans nothing. (An empty log without producers has nothing to
-                # keep: like Kafka's, no snapshot, instead of 10k files fsynced at shutdown.)
-                self.producer_state.take_snapshot(self._next_offset)
+                # keep: like Kafka's, no snapshot, instead of 10k files written at shutdown.)
+                self.producer_state.take_snapshot(self._next_offset, syncer)
             for segment in self._segments.values():
                 segment.close()
 

@@ -4,7 +4,8 @@ Each log dir is locked (`.lock`, flock) for the life of the broker, holds one di
 partition (`<topic>-<partition>`) and three checkpoint files. A clean shutdown leaves a
 `.kafka_cleanshutdown` marker; without it, the next start recovers every log from its
 recovery point. Loading at start-up and closing at shutdown run on a pool of
-num.recovery.threads.per.data.dir threads per log dir, as Kafka's do. Periodic work (flush,
+num.recovery.threads.per.data.dir threads per log dir, as Kafka's do; the shutdown makes each
+dir durable with one syncfs instead of a sync per file (see `shutdown`). Periodic work (flush,
 retention, checkpoints, producer id expiration) is plain methods that the server schedules
 on a background thread.
 
@@ -29,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig, LogCleaner
+from kafkapy.server.log.durability import DEFERRED, Syncer, sync_filesystem
 from kafkapy.server.log.log import Log, Scheduler, system_time_ms
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
@@ -207,24 +209,38 @@ class LogManager:
         )
 
     def shutdown(self) -> None:
-        """Flush and close every log, write the checkpoints and the clean shutdown markers."""
+        """Flush and close every log, make each live dir durable with one syncfs, then write the
+        checkpoints and the clean shutdown markers.
+
+        The logs are written without a sync per file (DEFERRED: 10k logs cost ~5 synchronous
+        writes each that way, ~0.6 ms a log on one recovery thread); one syncfs per dir then
+        writes all of it back. Only after it has succeeded are the recovery points checkpointed and the
+        marker written, so nothing says "clean" before the data it covers is on disk; a dir
+        whose syncfs fails is taken offline and gets neither, and a crash before that point
+        leaves no marker, so the next start recovers as after any crash.
+        """
         logger.info("Shutting down.")
         if self.cleaner is not None:
             self.cleaner.shutdown()
             self.cleaner = None
-        self.moves.shutdown()  # leaves unfinished future logs for the next start to resume
+        # Leaves unfinished future logs for the next start to resume; they are loaded as clean
+        # when the marker is there, so their writes must be covered by the syncfs below too.
+        busy_dirs = self.moves.shutdown(syncer=DEFERRED)
         with self._lock:
             logs = dict(self._logs)
-            pending = list(self._future_logs.values())
+            pending = list(self._future_logs.items())  # not resumed yet: closed with the others
             self._future_logs.clear()
-        for future_log in pending:
-            future_log.close()
         failed_dirs: set[str] = set()
+        for log_dir in busy_dirs:
+            logger.warning(
+                "A log-dir move in %s did not stop; the dir is left without a clean shutdown marker", log_dir
+            )
+            failed_dirs.add(log_dir)
         live_dirs = self.live_log_dirs
         pools = {d: self._recovery_pool(d) for d in live_dirs}
         try:
             by_dir: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in pools}
-            for tp, log in logs.items():
+            for tp, log in [*logs.items(), *pending]:
                 in_dir = by_dir.get(os.path.dirname(log.dir))
                 if in_dir is None:  # a log left in a dir that failed meanwhile
                     log.close_handlers()
@@ -236,7 +252,7 @@ class LogManager:
             # (10k empty logs: ~1 s of handoffs for ~0.7 s of closing).
             threads = self.recovery_threads_per_data_dir
             jobs = [
-                pools[d].submit(_flush_and_close_all, in_dir[i::threads])
+                pools[d].submit(_flush_and_close_all, in_dir[i::threads], DEFERRED)
                 for d, in_dir in by_dir.items()
                 for i in range(threads)
                 if in_dir[i::threads]
@@ -245,9 +261,15 @@ class LogManager:
                 for tp, log, error in job.result():
                     logger.error("Error while closing log %s", tp, exc_info=error)
                     failed_dirs.add(os.path.dirname(log.dir))
+            # Every dir is synced, a dir with a failed close too: its checkpoints are written.
+            # Side by side, each on its dir's recovery thread (dirs on separate disks overlap).
+            syncs = [pools[d].submit(self._sync_dir, d) for d in self.live_log_dirs if d in pools]
+            for sync in syncs:
+                sync.result()
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True)
+        # A dir whose syncfs failed is offline now: no checkpoint or marker below covers it.
         self.checkpoint_recovery_points(logs)
         self.checkpoint_log_start_offsets(logs)
         self.checkpoint_high_watermarks(logs)
@@ -260,6 +282,20 @@ class LogManager:
             self._logs.clear()
         self._release_locks()
         logger.info("Shutdown complete.")
+
+    def _sync_dir(self, log_dir: str) -> None:
+        """syncfs the filesystem of `log_dir` through its `.lock` descriptor, opened at start-up,
+        so that a write-back error since then (the kernel's flusher losing a page of an
+        unflushed segment before the shutdown) fails it too; an error takes the dir offline."""
+        started = self._time_ms()
+        try:
+            sync_filesystem(self._dir_locks[log_dir])
+        except OSError as e:
+            self.failure_channel.maybe_add_offline_log_dir(
+                log_dir, f"Error while flushing logs to disk in dir {log_dir}", e
+            )
+            return
+        logger.info("Flushed the logs in %s to disk (syncfs) in %d ms", log_dir, self._time_ms() - started)
 
     def _release_locks(self, log_dir: str | None = None) -> None:
         for d, fd in list(self._dir_locks.items()):
@@ -606,20 +642,20 @@ def halt(status: int) -> None:
     os._exit(status)
 
 
-def _flush_and_close(log: Log) -> None:
-    log.flush()
-    log.close()
+def _flush_and_close(log: Log, syncer: Syncer) -> None:
+    log.flush(syncer=syncer)
+    log.close(syncer=syncer)
 
 
 def _flush_and_close_all(
-    logs: list[tuple[TopicPartition, Log]],
+    logs: list[tuple[TopicPartition, Log]], syncer: Syncer
 ) -> list[tuple[TopicPartition, Log, BaseException]]:
     """Flush and close each log; the ones that failed, with their errors (one failing log
     must not leave the others open)."""
     failed: list[tuple[TopicPartition, Log, BaseException]] = []
     for tp, log in logs:
         try:
-            _flush_and_close(log)
+            _flush_and_close(log, syncer)
         except Exception as e:  # noqa: BLE001 - reported by the caller, per log
             failed.append((tp, log, e))
     return failed

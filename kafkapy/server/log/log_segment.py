@@ -16,6 +16,7 @@ from typing import NamedTuple
 from kafkapy.protocol.constants import NO_TIMESTAMP
 from kafkapy.protocol.errors import CorruptRecordException, InvalidRecordException, KafkaError
 from kafkapy.protocol.record_batch import HEADER_SIZE, INT32_MAX, checked_batch_size, compute_crc, read_header
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
 from kafkapy.server.log.file_records import FileRecords, LogOffsetPosition
 from kafkapy.server.log.log_config import LogConfig
@@ -368,11 +369,11 @@ class LogSegment:
         self.time_index.sanity_check()
         self.txn_index.sanity_check()
 
-    def flush(self) -> None:
-        self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
-        self.txn_index.flush()
+    def flush(self, syncer: Syncer = FSYNC_EACH) -> None:
+        self.log.flush(syncer)
+        self.offset_index.flush(syncer)
+        self.time_index.flush(syncer)
+        self.txn_index.flush(syncer)
 
     def close(self) -> None:
         self._index_max_timestamp(closing=True)

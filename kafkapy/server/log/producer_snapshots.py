@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.producer_state_snapshot import (
     CorruptSnapshotException,
     SnapshotEntry,
@@ -60,7 +61,9 @@ class ProducerSnapshots:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def prepare_write(self, offset: int, entries: list[SnapshotEntry]) -> Callable[[], None] | None:
+    def prepare_write(
+        self, offset: int, entries: list[SnapshotEntry], syncer: Syncer = FSYNC_EACH
+    ) -> Callable[[], None] | None:
         """A job writing the snapshot at `offset`, or None when one already exists there.
 
         A snapshot at an offset is fully determined by the log below it, and every change to
@@ -73,19 +76,21 @@ class ProducerSnapshots:
         data = encode_snapshot(entries)
 
         def write() -> None:
-            self._write(offset, data, generation, dir_, len(entries))
+            self._write(offset, data, generation, dir_, len(entries), syncer)
 
         return write
 
-    def write(self, offset: int, entries: list[SnapshotEntry]) -> None:
-        job = self.prepare_write(offset, entries)
+    def write(self, offset: int, entries: list[SnapshotEntry], syncer: Syncer = FSYNC_EACH) -> None:
+        job = self.prepare_write(offset, entries, syncer)
         if job is not None:
             job()
 
-    def _write(self, offset: int, data: bytes, generation: int, dir_: str, count: int) -> None:
+    def _write(
+        self, offset: int, data: bytes, generation: int, dir_: str, count: int, syncer: Syncer
+    ) -> None:
         path = snapshot_path(dir_, offset)
         try:
-            temp = write_temp_snapshot(path, data)
+            temp = write_temp_snapshot(path, data, syncer)
         except OSError as e:
             logger.warning("%s Failed to write producer snapshot %s: %s", self._prefix, path, e)
             return
@@ -94,7 +99,7 @@ class ProducerSnapshots:
                 delete_quietly(temp)  # truncated or moved meanwhile: the state is no longer true
                 return
             try:
-                install_snapshot(temp, path)
+                install_snapshot(temp, path, syncer)
             except OSError as e:
                 delete_quietly(temp)
                 logger.warning("%s Failed to write producer snapshot %s: %s", self._prefix, path, e)

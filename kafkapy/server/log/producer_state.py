@@ -39,6 +39,7 @@ from kafkapy.protocol.errors import (
     TransactionCoordinatorFencedException,
 )
 from kafkapy.protocol.record_batch import INT32_MAX, BatchHeader, increment_sequence
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.producer_snapshots import ProducerSnapshots
 from kafkapy.server.log.producer_state_snapshot import (
     NO_COORDINATOR_EPOCH,
@@ -330,12 +331,12 @@ class ProducerStateManager:
     def snapshot_entries(self) -> list[SnapshotEntry]:
         return [e.to_snapshot() for e in self.producers.values()]
 
-    def prepare_snapshot(self, offset: int) -> Callable[[], None] | None:
+    def prepare_snapshot(self, offset: int, syncer: Syncer = FSYNC_EACH) -> Callable[[], None] | None:
         """A job writing the current state as the snapshot at `offset` (the log end offset, or
         the base offset of the segment just rolled); None if there is nothing to write."""
         if self.snapshots is None:
             return None
-        return self.snapshots.prepare_write(offset, self.snapshot_entries())
+        return self.snapshots.prepare_write(offset, self.snapshot_entries(), syncer)
 
     def delete_snapshots_below(self, offset: int) -> None:
         if self.snapshots is not None:
@@ -345,8 +346,8 @@ class ProducerStateManager:
         if self.snapshots is not None:
             self.snapshots.update_dir(dir_)
 
-    def take_snapshot(self, offset: int) -> None:
-        job = self.prepare_snapshot(offset)
+    def take_snapshot(self, offset: int, syncer: Syncer = FSYNC_EACH) -> None:
+        job = self.prepare_snapshot(offset, syncer)
         if job is not None:
             job()
 

@@ -20,7 +20,10 @@ recognised as a duplicate after a restart: Kafka behaves the same way.
 
 The file name is the offset zero-padded to 20 digits, like a segment's. A file is written to
 `<name>.<random>.tmp`, fsynced and renamed over the final name, so a crash leaves either the old file
-set or the new one (the loader deletes stray `.tmp` files).
+set or the new one (the loader deletes stray `.tmp` files). At a clean shutdown the syncs are
+deferred to one syncfs of the log dir (durability.py): a crash before it may leave the renamed
+file empty or cut short, which decode_snapshot rejects as corrupt, and the loader then rebuilds
+the state from the log (no clean-shutdown marker was written, so the log is recovered too).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from crc32c import crc32c
 
 from kafkapy.protocol.errors import KafkaError
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 from kafkapy.server.log.log_segment import filename_prefix
 
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -126,8 +130,8 @@ def read_snapshot_file(path: str) -> list[SnapshotEntry]:
         return decode_snapshot(f.read())
 
 
-def write_temp_snapshot(path: str, data: bytes) -> str:
-    """Write and fsync `data` to a fresh `<path>.<random>.tmp`; returns that name for `install_snapshot`.
+def write_temp_snapshot(path: str, data: bytes, syncer: Syncer = FSYNC_EACH) -> str:
+    """Write and sync `data` to a fresh `<path>.<random>.tmp`; returns that name for `install_snapshot`.
 
     The name is unique so that two writers of the same snapshot (a roll's queued write and
     close) never rename each other's half-written file.
@@ -138,20 +142,16 @@ def write_temp_snapshot(path: str, data: bytes) -> str:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        syncer.sync_file(fd)
     finally:
         os.close(fd)
     return temp
 
 
-def install_snapshot(temp: str, path: str) -> None:
-    """Rename a written temp file over `path` and fsync the directory so the rename survives a crash."""
+def install_snapshot(temp: str, path: str, syncer: Syncer = FSYNC_EACH) -> None:
+    """Rename a written temp file over `path` and sync the directory so the rename survives a crash."""
     os.replace(temp, path)
-    dir_fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    syncer.sync_dir(os.path.dirname(path))
 
 
 def delete_quietly(path: str) -> None:

@@ -24,6 +24,7 @@ import struct
 from dataclasses import dataclass
 
 from kafkapy.protocol.errors import KafkaError
+from kafkapy.server.log.durability import FSYNC_EACH, Syncer
 
 logger = logging.getLogger("kafkapy.log.TransactionIndex")
 
@@ -150,9 +151,9 @@ class TransactionIndex:
                 f"not a multiple of {ENTRY_SIZE}"
             )
 
-    def flush(self) -> None:
+    def flush(self, syncer: Syncer = FSYNC_EACH) -> None:
         if self._fd is not None:
-            os.fsync(self._fd)
+            syncer.sync_file(self._fd)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -296,11 +296,11 @@ def test_shutdown_closes_the_other_logs_when_one_fails_and_leaves_that_dir_uncle
     closing_threads: set[str] = set()
     real_close = type(logs[0]).close
 
-    def close(log: object) -> None:
+    def close(log: object, **kwargs: object) -> None:
         closing_threads.add(threading.current_thread().name)
         if log is logs[3]:
             raise OSError("disk gone")
-        real_close(log)  # type: ignore[arg-type]
+        real_close(log, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(type(logs[0]), "close", close)
     with caplog.at_level(logging.ERROR):
