@@ -27,6 +27,15 @@ from collections.abc import Callable
 from typing import Final, Protocol, final
 
 
+def fsync_dir(path: str) -> None:
+    """fsync directory `path` ("" is the current one): its entries after a create or rename."""
+    fd = os.open(path or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Syncer(Protocol):
     """What a write path calls where its data must become durable."""
 
@@ -51,11 +60,7 @@ class FsyncEach:
         mm.flush()
 
     def sync_dir(self, path: str) -> None:
-        fd = os.open(path or ".", os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(path)
 
 
 @final

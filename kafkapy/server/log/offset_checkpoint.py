@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 
 from kafkapy.common.topic_partition import TopicPartition
+from kafkapy.server.log.durability import fsync_dir
 
 CURRENT_VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -42,11 +43,7 @@ class OffsetCheckpointFile:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
-        dir_fd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(os.path.dirname(self.path))
 
     def read(self) -> dict[TopicPartition, int]:
         """The checkpointed offsets; empty if the file does not exist."""

@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from kafkapy.server.log.durability import fsync_dir
 from kafkapy.server.log.file_records import FileRecords
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_segment import (
@@ -81,14 +82,6 @@ def change_file_suffixes(segment: LogSegment, old_suffix: str, new_suffix: str) 
     txn.rename_file_to(txn.path[: len(txn.path) - len(old_suffix)] + new_suffix)
     for f in (segment.offset_index, segment.time_index, segment.log):
         f.rename_to(f.path[: len(f.path) - len(old_suffix)] + new_suffix)
-
-
-def fsync_dir(dir_: str) -> None:
-    fd = os.open(dir_, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def complete_swaps(dir_: str, prefix: str) -> None:
