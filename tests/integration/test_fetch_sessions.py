@@ -438,6 +438,7 @@ def test_idle_partitions_of_a_follower_session_stay_in_sync(tmp_path: Path) -> N
         cluster.brokers[0].stop()
         produce(cluster, "quiet", {7: 2})
         cluster.brokers[0].restart()
+        cluster.wait_until_ready()
         wait_until(
             lambda: _isr_sizes(admin, "quiet") == {p: 2 for p in range(partitions)}, "the full ISR again"
         )

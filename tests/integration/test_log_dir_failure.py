@@ -218,6 +218,9 @@ def test_a_failed_log_dir_moves_leadership_and_loses_nothing_acknowledged(
     # A restart with the dir still failed: the broker starts on its healthy dir, its replicas
     # there rejoin the ISR, and those of the failed dir stay offline (never recreated empty).
     c.brokers[0].restart()
+    # Until the new process has registered, metadata can still show the old incarnation in the
+    # ISR and its server.log may not yet hold the start-up lines.
+    c.wait_until_ready()
     back = time.monotonic() + WAIT_S
     while True:
         state = leaders_and_isrs(admin)
