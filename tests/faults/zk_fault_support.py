@@ -240,8 +240,13 @@ def partition_states(zk: Any, topic: str, partitions: int) -> list[dict[str, Any
 
 
 def zk_controller(zk: Any) -> int:
-    got = zk.exists("/controller") and zk.get("/controller")
-    return int(json.loads(got[0])["brokerid"]) if got else -1
+    """The broker id /controller names; -1 while there is none. One read, no exists() first: the
+    ephemeral node of a killed controller can vanish between the two (its session expiring)."""
+    try:
+        data, _ = zk.get("/controller")
+    except NoNodeError:
+        return -1
+    return int(json.loads(data)["brokerid"])
 
 
 def metadata_controllers(cluster: Any) -> dict[int, int]:
