@@ -233,6 +233,9 @@ class KafkapyCluster:
                             # before the broker bound it (machines running many tests): move on.
                             port_retries -= 1
                             b.port = free_port()
+                            # Overrides may name the listeners' ports themselves (a callable picks
+                            # fresh ones): without this the retry would bind the taken port again.
+                            b.overrides = {**self.overrides, **self._own_overrides(b.broker_id, b.port)}
                             b.start()
                             continue
                         raise RuntimeError(

@@ -33,6 +33,7 @@ GROUP = "console-pages-group"
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkapyCluster]:
     overrides = {
         "kafkapy.metrics.port": "0",
+        "kafkapy.metrics.host": "127.0.0.1",
         "auto.leader.rebalance.enable": "false",
         "message.max.bytes": "2000000",
     }

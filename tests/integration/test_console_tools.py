@@ -60,7 +60,7 @@ def test_keys_properties_partition_offset_and_timeout(kafkapy_shared_cluster: Ka
                     stdin=b"k1:v1\nk2:v2:with:colons\nk3:v3\n")  # fmt: skip
     assert produced.returncode == 0, produced.stderr.decode()
     consumed = tool("kafkapy-console-consumer", "--bootstrap-server", bootstrap, "--topic", topic,
-                    "--partition", "0", "--offset", "1", "--timeout-ms", "2000",
+                    "--partition", "0", "--offset", "1", "--timeout-ms", "10000",
                     "--property", "print.key=true", "--property", "print.offset=true",
                     "--property", "key.separator=|")  # fmt: skip
     assert consumed.returncode == 0, consumed.stderr.decode()
@@ -84,7 +84,9 @@ def test_group_resumes_from_its_committed_offsets(kafkapy_shared_cluster: Kafkap
     assert sorted(first.stdout.splitlines()) == sorted(data.splitlines()), first.stderr.decode()
     assert tool("kafkapy-console-producer", "--bootstrap-server", bootstrap, "--topic", topic,
                 stdin=b"after\n").returncode == 0  # fmt: skip
-    second = tool("kafkapy-console-consumer", *args, "--timeout-ms", "3000")
+    # The idle timer runs from the start, through the group join: 3 s was tight on a busy machine.
+    # One message ends the run; had the commit been lost it would be m0..m9's first, not "after".
+    second = tool("kafkapy-console-consumer", *args, "--max-messages", "1", "--timeout-ms", "15000")
     assert second.stdout == b"after\n", second.stderr.decode()
 
 

@@ -165,7 +165,7 @@ def test_reset_is_refused_while_the_group_has_members(bootstrap: str, topic: str
     group = f"active-{topic}"
     consumer = KafkaConsumer(
         topic, bootstrap_servers=bootstrap, group_id=group, client_id="live-member", auto_offset_reset="earliest",
-        session_timeout_ms=3000, heartbeat_interval_ms=500,
+        session_timeout_ms=10000, heartbeat_interval_ms=1000,  # alive through the tools' start-ups
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -249,7 +249,11 @@ def test_leader_shrinks_the_isr_for_a_stuck_follower_and_expands_it_when_it_catc
     admin = AdminClient({"bootstrap.servers": kafkapy_cluster.broker(leader).bootstrap})
 
     def metadata_isr() -> list[int]:
-        md = admin.list_topics("shrinking", timeout=5)
+        # librdkafka may ask any broker it knows, the stopped one included: that try times out.
+        try:
+            md = admin.list_topics("shrinking", timeout=5)
+        except KafkaException:
+            return []
         return sorted(md.topics["shrinking"].partitions[0].isrs)
 
     stuck.process.send_signal(signal.SIGSTOP)
@@ -269,7 +273,7 @@ def test_leader_shrinks_the_isr_for_a_stuck_follower_and_expands_it_when_it_catc
         assert partition_state(zk, "shrinking")["leader"] == leader
         # The ISR change notification makes the controller send UpdateMetadata to every broker.
         wait_until(
-            lambda: metadata_isr() == sorted([leader, controller]), "UpdateMetadata with the smaller ISR", 12
+            lambda: metadata_isr() == sorted([leader, controller]), "UpdateMetadata with the smaller ISR", 30
         )
     finally:
         stuck.process.send_signal(signal.SIGCONT)
