@@ -192,25 +192,27 @@ class KafkapyCluster:
         self.zookeeper_connect = f"127.0.0.1:{zk_port}"
         for broker_id in range(self.num_brokers):
             port = free_port()
-            own = self._own_overrides(broker_id, port)
             handle = BrokerHandle(
                 broker_id,
                 port,
                 self.base_dir / f"broker-{broker_id}",
                 self.zookeeper_connect,
-                {**self.overrides, **own},
+                self._broker_config(broker_id, port),
             )
             self.brokers.append(handle)
             handle.start()
         self.wait_until_ready()
 
-    def _own_overrides(self, broker_id: int, port: int) -> dict[str, str]:
+    def _broker_config(self, broker_id: int, port: int) -> dict[str, str]:
+        """The cluster's overrides, then this broker's own (a callable may pick its listeners' ports)."""
         extra = self.broker_overrides
         if extra is None:
-            return {}
-        if callable(extra):
-            return extra(broker_id, port)
-        return dict(extra.get(broker_id, {}))
+            own: dict[str, str] = {}
+        elif callable(extra):
+            own = extra(broker_id, port)
+        else:
+            own = dict(extra.get(broker_id, {}))
+        return {**self.overrides, **own}
 
     def wait_until_ready(self, timeout: float = START_TIMEOUT_S, broker_ids: list[int] | None = None) -> None:
         """Wait until the running brokers are registered and each one's metadata lists them all and
@@ -235,7 +237,7 @@ class KafkapyCluster:
                             b.port = free_port()
                             # Overrides may name the listeners' ports themselves (a callable picks
                             # fresh ones): without this the retry would bind the taken port again.
-                            b.overrides = {**self.overrides, **self._own_overrides(b.broker_id, b.port)}
+                            b.overrides = self._broker_config(b.broker_id, b.port)
                             b.start()
                             continue
                         raise RuntimeError(
@@ -245,7 +247,7 @@ class KafkapyCluster:
                 registered = sorted(
                     int(c) for c in (zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else [])
                 )
-                controller = _controller_id(zk)
+                controller = zk_controller_id(zk)
                 if (
                     set(wanted) <= set(registered)
                     and controller >= 0
@@ -295,8 +297,9 @@ class KafkapyCluster:
             self.zookeeper = None
 
 
-def _controller_id(zk: Any) -> int:
-    """The broker id in /controller, -1 if there is none."""
+def zk_controller_id(zk: Any) -> int:
+    """The broker id /controller names, -1 while there is none (one read: a killed controller's
+    ephemeral node can vanish at any moment, its session expiring)."""
     import json
 
     try:

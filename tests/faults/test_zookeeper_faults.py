@@ -16,7 +16,7 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from kafkapy.testing import KafkapyCluster
+from kafkapy.testing import KafkapyCluster, zk_controller_id
 from tests.faults.zk_fault_support import (
     NumberedProducer,
     TcpProxy,
@@ -29,7 +29,6 @@ from tests.faults.zk_fault_support import (
     read_partitions,
     wait_for,
     wait_quietly,
-    zk_controller,
 )
 
 TOPIC = "zk-faults"
@@ -126,7 +125,7 @@ def test_zookeeper_down_longer_than_the_session_timeout_while_a_broker_dies(
     zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
     zk.start(timeout=15)
     try:
-        controller = zk_controller(zk)
+        controller = zk_controller_id(zk)
         victim = next(b.broker_id for b in cluster.brokers if b.broker_id != controller)
     finally:
         zk.stop()
@@ -181,7 +180,7 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
     zk.start(timeout=15)
     try:
         producer = _start_producing(cluster)
-        victim = zk_controller(zk)
+        victim = zk_controller_id(zk)
         process = cluster.broker(victim).process
         assert process is not None
         stopped_at = time.monotonic()
@@ -189,7 +188,7 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
         try:
             figures = {
                 "s_to_new_controller": round(
-                    wait_for(lambda: zk_controller(zk) not in (-1, victim), 30, "another controller"), 2
+                    wait_for(lambda: zk_controller_id(zk) not in (-1, victim), 30, "another controller"), 2
                 ),
                 "s_to_old_registration_gone": round(
                     wait_for(lambda: not zk.exists(f"/brokers/ids/{victim}"), 30, "the expired registration"),
@@ -215,7 +214,7 @@ def test_controller_session_expires_while_it_runs(kafkapy_cluster: KafkapyCluste
                 60, "every ISR to be whole again",
             ), 2
         )  # fmt: skip
-        controller = zk_controller(zk)
+        controller = zk_controller_id(zk)
         figures["s_to_agreeing_metadata"] = round(
             wait_for(
                 lambda: set(metadata_controllers(cluster).values()) == {controller},
@@ -246,7 +245,7 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
     zk.start(timeout=15)
     proxy = TcpProxy(cluster.zookeeper.port)
     try:
-        controller = zk_controller(zk)
+        controller = zk_controller_id(zk)
         victim = controller if role == "controller" else min({0, 1, 2} - {controller})
         other, third = sorted({0, 1, 2} - {victim})
         handle = cluster.broker(victim)
@@ -256,7 +255,7 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
         if role == "controller":
             make_controller(zk, victim, rivals=[cluster.broker(other), cluster.broker(third)])
             cluster.wait_until_ready(timeout=60)  # every broker's metadata names it
-            assert zk_controller(zk) == victim
+            assert zk_controller_id(zk) == victim
         # The victim leads partition 0, and `other` is next in line for it.
         assignment = [[victim, other, third], [other, third, victim], [third, victim, other]]
         producer = _start_producing(cluster, assignment)
@@ -289,7 +288,7 @@ def test_leader_cut_off_zookeeper_past_its_session(kafkapy_cluster: KafkapyClust
                 60, "every ISR to be whole again",
             ), 2
         )  # fmt: skip
-        current = zk_controller(zk)
+        current = zk_controller_id(zk)
         figures["s_to_agreeing_metadata"] = round(
             wait_for(
                 lambda: set(metadata_controllers(cluster).values()) == {current}
@@ -327,7 +326,7 @@ def test_controller_killed_during_a_leader_election(
     zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
     zk.start(timeout=15)
     try:
-        controller = zk_controller(zk)
+        controller = zk_controller_id(zk)
         leader, survivor = sorted({0, 1, 2} - {controller})
         second = survivor if next_leader == "survivor" else controller
         third = controller if next_leader == "survivor" else survivor
@@ -351,7 +350,8 @@ def test_controller_killed_during_a_leader_election(
         )
         cluster.broker(controller).kill()
         figures["s_to_new_controller"] = round(
-            wait_for(lambda: zk_controller(zk) == survivor, 30, f"broker {survivor} to become controller"), 2
+            wait_for(lambda: zk_controller_id(zk) == survivor, 30, f"broker {survivor} to become controller"),
+            2,
         )
 
         def all_led_by_survivor() -> bool:

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.exceptions import NoNodeError
 
+from kafkapy.testing import zk_controller_id
 from tests.faults.fault_helpers import high_watermark
 
 
@@ -47,14 +48,14 @@ def make_controller(zk: Any, broker_id: int, rivals: Sequence[Any] = ()) -> None
     paused (SIGSTOP) meanwhile, for a second or so, well inside their sessions: a broker that
     reaches ZooKeeper through a proxy is a hop slower to every race and could lose all of them."""
     for _ in range(30):
-        if zk_controller(zk) == broker_id:
+        if zk_controller_id(zk) == broker_id:
             return
         for rival in rivals:
             rival.pause()
         try:
             with contextlib.suppress(NoNodeError):
                 zk.delete("/controller")
-            wait_for(lambda: zk_controller(zk) != -1, 30, "a controller")
+            wait_for(lambda: zk_controller_id(zk) != -1, 30, "a controller")
         finally:
             for rival in rivals:
                 rival.resume()
@@ -237,16 +238,6 @@ def partition_states(zk: Any, topic: str, partitions: int) -> list[dict[str, Any
         data, _ = zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")
         out.append(json.loads(data))
     return out
-
-
-def zk_controller(zk: Any) -> int:
-    """The broker id /controller names; -1 while there is none. One read, no exists() first: the
-    ephemeral node of a killed controller can vanish between the two (its session expiring)."""
-    try:
-        data, _ = zk.get("/controller")
-    except NoNodeError:
-        return -1
-    return int(json.loads(data)["brokerid"])
 
 
 def metadata_controllers(cluster: Any) -> dict[int, int]:

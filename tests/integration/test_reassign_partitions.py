@@ -25,9 +25,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
-from kafkapy.testing import KafkapyCluster
+from kafkapy.testing import KafkapyCluster, zk_controller_id
 
 WAIT_S = 60.0
 REASSIGN_PATH = "/admin/reassign_partitions"
@@ -60,15 +59,6 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 
 def topic_znode(zk: KazooClient, topic: str) -> dict[str, Any]:
     return json.loads(zk.get(f"/brokers/topics/{topic}")[0])
-
-
-def controller_id(zk: KazooClient) -> int:
-    """-1 while /controller is missing (a killed controller's node goes with its session)."""
-    try:
-        data, _ = zk.get("/controller")
-    except NoNodeError:
-        return -1
-    return int(json.loads(data)["brokerid"])
 
 
 def state(zk: KazooClient, topic: str, partition: int) -> dict[str, Any]:
@@ -417,7 +407,7 @@ def test_a_new_controller_finishes_a_reassignment_the_old_one_started(
         )
         kafkapy_cluster.broker(controller).kill()
         wait_until(
-            lambda: controller_id(zk) == leader,
+            lambda: zk_controller_id(zk) == leader,
             "a new controller",
         )
         assert topic_znode(zk, topic)["adding_replicas"] == {"0": [slow]}
