@@ -153,6 +153,10 @@ class ReplicaManager:
         self._zk = zk or (lambda: None)
         self._failure_handler: LogDirFailureHandler | None = None
         self.controller_epoch = 0
+        # Kafka's KafkaServer.isShuttingDown, shared with the replica manager: set before the
+        # controlled shutdown, so the followerships that shutdown hands this broker start no
+        # fetcher (below).
+        self.is_shutting_down = False
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
         # Followers' fetch sessions, told of every change to their partitions (KIP-227 sessions
@@ -228,10 +232,33 @@ class ReplicaManager:
                     self.log_manager.moves.resume(tp, self.partitions[tp].log, future)
             topics_out.append(LeaderAndIsrTopicError(topic_id=topic_id, partition_errors=errors))
         self._complete_delayed_all(touched)
-        if new_fetches:
+        if new_fetches and self.is_shutting_down:
+            self._skip_fetchers_while_shutting_down(request, new_fetches)
+        elif new_fetches:
             self.fetcher_manager.add_fetcher_for_partitions(new_fetches)
         self.fetcher_manager.shutdown_idle_fetcher_threads()
         return LeaderAndIsrResponse(error_code=0, topics=topics_out)
+
+    def _skip_fetchers_while_shutting_down(
+        self, request: LeaderAndIsrRequest, new_fetches: dict[TopicPartition, InitialFetchState]
+    ) -> None:
+        """As Kafka's makeFollowers once its broker is shutting down: the controlled shutdown
+        makes this broker a follower of every partition it led, and a fetcher started now would
+        truncate, catch up and so put this broker back into the ISRs it is leaving: each new
+        leader would write that ISR change to ZooKeeper, and its acks=all produces would wait
+        for a replica about to stop."""
+        if not state_change_log.isEnabledFor(logging.DEBUG):
+            return
+        for tp, state in new_fetches.items():
+            state_change_log.debug(
+                "[Broker id=%d] Skipped the adding-fetcher step of the become-follower state change from "
+                "controller %d epoch %d for partition %s with leader %d since it is shutting down",
+                self.broker_id,
+                request.controller_id,
+                request.controller_epoch,
+                tp,
+                state.leader.id,
+            )
 
     def create_missing_logs(self, request: LeaderAndIsrRequest, topic_configs: dict[str, Any]) -> int:
         """Create, off the event loop, the logs a LeaderAndIsr will need: a broker becoming a
