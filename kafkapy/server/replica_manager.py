@@ -208,6 +208,19 @@ class ReplicaManager:
         # Partitions whose waiting requests are checked once all states are applied (nothing
         # else runs on the loop meanwhile), each waiting request once for all of them.
         touched: list[TopicPartition] = []
+        # Fetching stops first, for every partition that changes role or leader at once, as
+        # Kafka's makeLeaders/makeFollowers: nothing from an old leader may land once we lead
+        # or follow another. One call, not one per partition: each call takes every fetcher's
+        # lock, wakes it and logs a line (3.3k of each per LeaderAndIsr of a 10k-partition
+        # controlled shutdown).
+        stopping = [
+            tp
+            for ts in request.topic_states
+            for ps in ts.partition_states
+            if self._stops_fetching(tp := TopicPartition(ts.topic_name, ps.partition_index), ps)
+        ]
+        if stopping:
+            self.fetcher_manager.remove_fetcher_for_partitions(stopping)
         topics_out = []
         for ts in request.topic_states:
             topic_id = ts.topic_id  # the codec yields uuid.UUID, the zero UUID when absent
@@ -296,6 +309,16 @@ class ReplicaManager:
         with ThreadPoolExecutor(LOG_CREATION_THREADS, thread_name_prefix="log-creation") as pool:
             return sum(pool.map(create, wanted))
 
+    def _stops_fetching(self, tp: TopicPartition, ps: LeaderAndIsrPartitionState) -> bool:
+        """Whether `_apply_partition_state` will apply `ps` to a hosted replica that then leads,
+        or follows another leader or epoch: its fetcher must stop before any state is applied."""
+        partition = self.partitions.get(tp)
+        if partition is None or tp in self.offline_partitions or self.broker_id not in ps.replicas:
+            return False  # no fetcher yet, or the state is refused
+        if ps.leader_epoch < partition.leader_epoch:
+            return False
+        return ps.leader == self.broker_id or _follows_anew(partition, ps)
+
     def _apply_partition_state(
         self,
         tp: TopicPartition,
@@ -333,21 +356,14 @@ class ReplicaManager:
             partition = Partition(tp, self.broker_id, the_log, self.replica_lag_time_max_ms)
             self.partitions[tp] = partition
         if ps.leader == self.broker_id:
-            # Stop fetching first: nothing from the old leader may land after we lead.
-            self.fetcher_manager.remove_fetcher_for_partitions([tp])
-            partition.make_leader(ps, request.controller_epoch, topic_id)
+            partition.make_leader(ps, request.controller_epoch, topic_id)  # its fetcher is stopped
             # A shrunken ISR or a new epoch can satisfy (or fail) acks=all produces and fetches
             # waiting here: answer them now, not at their timeout (Kafka's makeLeader does too).
             if before != _completion_state(partition):
                 touched.append(tp)
             role = "leader"
         else:
-            restart = partition.is_leader or (partition.leader_id, partition.leader_epoch) != (
-                ps.leader,
-                ps.leader_epoch,
-            )
-            if restart:
-                self.fetcher_manager.remove_fetcher_for_partitions([tp])
+            restart = _follows_anew(partition, ps)  # if so, its fetcher is stopped
             partition.make_follower(ps, request.controller_epoch, topic_id)
             # Requests waiting for this partition as leader answer now (NOT_LEADER_OR_FOLLOWER).
             if before != _completion_state(partition):
@@ -816,6 +832,14 @@ class ReplicaManager:
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
         self.delete_records_purgatory.shutdown()
+
+
+def _follows_anew(partition: Partition, ps: LeaderAndIsrPartitionState) -> bool:
+    """A follower state that changes the replica's role, leader or leader epoch."""
+    return partition.is_leader or (partition.leader_id, partition.leader_epoch) != (
+        ps.leader,
+        ps.leader_epoch,
+    )
 
 
 def _completion_state(partition: Partition) -> tuple[object, ...]:

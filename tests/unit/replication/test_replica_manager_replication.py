@@ -109,6 +109,56 @@ def test_becoming_follower_starts_a_fetcher_for_the_leader(tmp_path: Path) -> No
     assert rm.fetcher_manager.fetching[TP].leader.id == 2
 
 
+def many(states: list[tuple[int, int, int]]) -> LeaderAndIsrRequest:
+    """One LeaderAndIsr for partitions 0..n-1 of TP's topic: (partition, leader, leader epoch)."""
+    ps = [
+        LeaderAndIsrPartitionState(
+            partition_index=p, leader=leader, leader_epoch=epoch, isr=[0, 1, 2], replicas=[0, 1, 2]
+        )
+        for p, leader, epoch in states
+    ]
+    return LeaderAndIsrRequest(
+        controller_id=5, controller_epoch=1,
+        topic_states=[LeaderAndIsrTopicState(topic_name=TP.topic, topic_id=uuid.UUID(int=7), partition_states=ps)],
+        live_leaders=[LeaderAndIsrLiveLeader(broker_id=b, host_name="127.0.0.1", port=9000 + b) for b in range(3)],
+    )  # fmt: skip
+
+
+def test_fetchers_of_every_partition_changing_leader_stop_in_one_call_before_any_state_applies(
+    tmp_path: Path,
+) -> None:
+    rm, events = replica_manager(tmp_path)
+    rm.become_leader_or_follower(many([(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 1, 1)]), {TP.topic: LogConfig()})
+    events.clear()
+    epochs_when_stopped: list[list[int]] = []
+    remove = rm.fetcher_manager.remove_fetcher_for_partitions
+
+    def recording_remove(tps: Any) -> None:
+        epochs_when_stopped.append([rm.partitions[tp].leader_epoch for tp in sorted(rm.partitions)])
+        remove(tps)
+
+    rm.fetcher_manager.remove_fetcher_for_partitions = recording_remove  # type: ignore[method-assign]
+    # 0 becomes leader, 1 follows a new leader, 2 a new epoch of its leader; 3 is unchanged.
+    rm.become_leader_or_follower(many([(0, 0, 2), (1, 2, 2), (2, 2, 2), (3, 1, 1)]), {TP.topic: LogConfig()})
+    parts = [TopicPartition(TP.topic, p) for p in range(4)]
+    assert events == [("remove", parts[:3]), ("add", parts[1:3])]
+    assert epochs_when_stopped == [[1, 1, 1, 1]]  # before any new state was applied
+    assert [rm.partitions[tp].leader_epoch for tp in parts] == [2, 2, 2, 1]
+
+
+def test_a_broker_shutting_down_starts_no_fetcher_for_the_partitions_it_now_follows(tmp_path: Path) -> None:
+    rm, events = replica_manager(tmp_path)
+    rm.become_leader_or_follower(many([(0, 0, 1), (1, 1, 1)]), {TP.topic: LogConfig()})
+    assert events == [("add", [TopicPartition(TP.topic, 1)])]
+    events.clear()
+    rm.is_shutting_down = True  # KafkaServer.shutdown sets it before the controlled shutdown
+    out = rm.become_leader_or_follower(many([(0, 1, 2), (1, 2, 2)]), {TP.topic: LogConfig()})
+    assert [e.error_code for e in out.topics[0].partition_errors] == [0, 0]
+    assert events == [("remove", [TopicPartition(TP.topic, 0), TopicPartition(TP.topic, 1)])]
+    assert rm.fetcher_manager.fetching == {}
+    assert not rm.partitions[TopicPartition(TP.topic, 0)].is_leader
+
+
 def test_becoming_leader_stops_the_fetcher(tmp_path: Path) -> None:
     rm, events = replica_manager(tmp_path)
     rm.become_leader_or_follower(leader_and_isr(1, 1, [0, 1, 2]), {TP.topic: LogConfig()})
