@@ -140,6 +140,9 @@ class InitialFetchState:
     leader: BrokerEndPoint
     leader_epoch: int
     log: Any  # kafkapy.server.log.log.Log
+    # The same leader one epoch on (the controller shrank or grew the ISR): a fetch already
+    # going carries on at the new epoch instead of starting over with a truncation round.
+    resume: bool = False
 
 
 @dataclass(slots=True)
@@ -211,8 +214,16 @@ class ReplicaFetcherThread(threading.Thread):
         with self._lock:
             for tp, s in states.items():
                 current = self._partitions.get(tp)
-                if current is not None and current.leader_epoch == s.leader_epoch and current.log is s.log:
-                    continue
+                if current is not None and current.log is s.log:
+                    if current.leader_epoch == s.leader_epoch:
+                        continue
+                    if s.resume:
+                        # A leader that only moved on one epoch has truncated nothing since our
+                        # last truncation against it (Kafka's makeFollower left such a fetcher
+                        # running): what we fetched is still a prefix of its log.
+                        current.leader_epoch = s.leader_epoch
+                        self._changed.add(tp)
+                        continue
                 self._partitions[tp] = PartitionFetchState(s.log, s.leader_epoch)
                 self._truncating.add(tp)
                 self._changed.add(tp)
@@ -581,12 +592,14 @@ class ReplicaFetcherThread(threading.Thread):
                 tp = TopicPartition(topic.topic, pd.partition_index)
                 state = self._partitions.get(tp)
                 asked = fetching.get(tp)
-                # A partition removed, re-added or truncated meanwhile: this data is stale.
+                # A partition removed, re-added, truncated or moved to another epoch meanwhile:
+                # this answer is stale (a FENCED_LEADER_EPOCH to the old epoch among them).
                 if (
                     state is None
                     or state.truncating
                     or asked is None
                     or state.fetch_offset != asked.fetch_offset
+                    or state.leader_epoch != asked.current_leader_epoch
                 ):
                     continue
                 try:

@@ -19,6 +19,7 @@ the broker tells the controller with a /log_dir_event_notification znode.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import os
 import uuid
@@ -317,7 +318,7 @@ class ReplicaManager:
             return False  # no fetcher yet, or the state is refused
         if ps.leader_epoch < partition.leader_epoch:
             return False
-        return ps.leader == self.broker_id or _follows_anew(partition, ps)
+        return ps.leader == self.broker_id or _follower_change(partition, ps) is FollowerChange.ANEW
 
     def _apply_partition_state(
         self,
@@ -363,7 +364,8 @@ class ReplicaManager:
                 touched.append(tp)
             role = "leader"
         else:
-            restart = _follows_anew(partition, ps)  # if so, its fetcher is stopped
+            change = _follower_change(partition, ps)  # ANEW: its fetcher is stopped
+            restart = change is not FollowerChange.NONE
             partition.make_follower(ps, request.controller_epoch, topic_id)
             # Requests waiting for this partition as leader answer now (NOT_LEADER_OR_FOLLOWER).
             if before != _completion_state(partition):
@@ -371,7 +373,9 @@ class ReplicaManager:
             role = "follower"
             leader = leaders.get(ps.leader)
             if restart and leader is not None:
-                new_fetches[tp] = InitialFetchState(leader, ps.leader_epoch, partition.log)
+                new_fetches[tp] = InitialFetchState(
+                    leader, ps.leader_epoch, partition.log, resume=change is FollowerChange.NEXT_EPOCH
+                )
             elif restart:
                 state_change_log.info(
                     "[Broker id=%d] Leader %d of %s is not alive: no fetcher until it is",
@@ -834,12 +838,25 @@ class ReplicaManager:
         self.delete_records_purgatory.shutdown()
 
 
-def _follows_anew(partition: Partition, ps: LeaderAndIsrPartitionState) -> bool:
-    """A follower state that changes the replica's role, leader or leader epoch."""
-    return partition.is_leader or (partition.leader_id, partition.leader_epoch) != (
-        ps.leader,
-        ps.leader_epoch,
-    )
+class FollowerChange(enum.Enum):
+    """What a follower state changes for a replica's fetching."""
+
+    NONE = "same leader, same epoch: the fetch goes on"
+    # The controller shrinking or growing the ISR moves the epoch on by one under the same
+    # leader (every controlled shutdown does, for each partition the broker followed): the
+    # fetch goes on at the new epoch, as Kafka's makeFollower kept it, with no truncation round.
+    NEXT_EPOCH = "same leader, next epoch"
+    ANEW = "new role, new leader or an epoch skipped: stop, truncate, fetch again"
+
+
+def _follower_change(partition: Partition, ps: LeaderAndIsrPartitionState) -> FollowerChange:
+    if partition.is_leader or partition.leader_id != ps.leader:
+        return FollowerChange.ANEW
+    if ps.leader_epoch == partition.leader_epoch:
+        return FollowerChange.NONE
+    if ps.leader_epoch == partition.leader_epoch + 1:
+        return FollowerChange.NEXT_EPOCH
+    return FollowerChange.ANEW
 
 
 def _completion_state(partition: Partition) -> tuple[object, ...]:

@@ -524,3 +524,48 @@ def test_removed_partition_is_forgotten_and_a_failed_send_restarts_the_session(
     thread.do_work()
     assert (conn.requests[-1]["session_id"], conn.requests[-1]["session_epoch"]) == (5, 0)
     other.close()
+
+
+def test_the_same_leader_one_epoch_on_resumes_the_fetch_without_truncating(follower_log: Log) -> None:
+    follower_log.append_as_leader(batch(1))  # epoch 0: truncating asks the leader about it
+    thread, conn = fetcher_for(follower_log, epoch=3)
+    thread.do_work()  # the truncation round
+    assert len(conn.epoch_requests) == 1 and conn.requests == []
+    conn.respond = lambda request: response(part(batch(2, base_offset=1), hw=3))
+    thread.do_work()
+    assert follower_log.log_end_offset == 3
+    assert only_partition(conn.requests[-1])["current_leader_epoch"] == 3
+    # The controller shrank the ISR: epoch 4, same leader.
+    thread.add_partitions({TP: InitialFetchState(LEADER, 4, follower_log, resume=True)})
+    conn.respond = lambda request: response(part(None, hw=2))
+    thread.do_work()
+    assert len(conn.epoch_requests) == 1  # no second truncation round
+    p = only_partition(conn.requests[-1])
+    assert (p["fetch_offset"], p["current_leader_epoch"]) == (3, 4)
+
+
+def test_an_answer_to_the_previous_epoch_is_dropped_not_backed_off(follower_log: Log) -> None:
+    thread, conn = fetcher_for(follower_log, epoch=3)
+    thread.do_work()
+
+    def fenced_after_the_bump(request: dict[str, Any]) -> Any:
+        # The epoch moves on while this request (at epoch 3) is with the leader.
+        thread.add_partitions({TP: InitialFetchState(LEADER, 4, follower_log, resume=True)})
+        return response(part(error_code=74))  # FENCED_LEADER_EPOCH
+
+    conn.respond = fenced_after_the_bump
+    thread.do_work()
+    conn.respond = lambda request: response(part(batch(1, base_offset=0), hw=1))
+    thread.do_work()  # not delayed: fetched at once, at the new epoch
+    assert follower_log.log_end_offset == 1
+    assert only_partition(conn.requests[-1])["current_leader_epoch"] == 4
+
+
+def test_a_fetch_not_resumed_truncates_again(follower_log: Log) -> None:
+    follower_log.append_as_leader(batch(1))
+    thread, conn = fetcher_for(follower_log, epoch=3)
+    thread.do_work()
+    thread.do_work()
+    thread.add_partitions({TP: InitialFetchState(LEADER, 5, follower_log)})  # an epoch skipped: anew
+    thread.do_work()
+    assert len(conn.epoch_requests) == 2 and len(conn.requests) == 1

@@ -128,7 +128,9 @@ def test_fetchers_of_every_partition_changing_leader_stop_in_one_call_before_any
     tmp_path: Path,
 ) -> None:
     rm, events = replica_manager(tmp_path)
-    rm.become_leader_or_follower(many([(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 1, 1)]), {TP.topic: LogConfig()})
+    rm.become_leader_or_follower(
+        many([(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 1, 1), (4, 2, 1)]), {TP.topic: LogConfig()}
+    )
     events.clear()
     epochs_when_stopped: list[list[int]] = []
     remove = rm.fetcher_manager.remove_fetcher_for_partitions
@@ -138,12 +140,17 @@ def test_fetchers_of_every_partition_changing_leader_stop_in_one_call_before_any
         remove(tps)
 
     rm.fetcher_manager.remove_fetcher_for_partitions = recording_remove  # type: ignore[method-assign]
-    # 0 becomes leader, 1 follows a new leader, 2 a new epoch of its leader; 3 is unchanged.
-    rm.become_leader_or_follower(many([(0, 0, 2), (1, 2, 2), (2, 2, 2), (3, 1, 1)]), {TP.topic: LogConfig()})
-    parts = [TopicPartition(TP.topic, p) for p in range(4)]
-    assert events == [("remove", parts[:3]), ("add", parts[1:3])]
-    assert epochs_when_stopped == [[1, 1, 1, 1]]  # before any new state was applied
-    assert [rm.partitions[tp].leader_epoch for tp in parts] == [2, 2, 2, 1]
+    # 0 becomes leader, 1 follows a new leader, 2 the next epoch of its leader (its fetch goes
+    # on), 3 is unchanged, 4 skips an epoch of its leader.
+    rm.become_leader_or_follower(
+        many([(0, 0, 2), (1, 2, 2), (2, 2, 2), (3, 1, 1), (4, 2, 3)]), {TP.topic: LogConfig()}
+    )
+    parts = [TopicPartition(TP.topic, p) for p in range(5)]
+    assert events == [("remove", [parts[0], parts[1], parts[4]]), ("add", [parts[1], parts[2], parts[4]])]
+    assert epochs_when_stopped == [[1, 1, 1, 1, 1]]  # before any new state was applied
+    assert [rm.partitions[tp].leader_epoch for tp in parts] == [2, 2, 2, 1, 3]
+    fetching = rm.fetcher_manager.fetching
+    assert [fetching[tp].resume for tp in (parts[1], parts[2], parts[4])] == [False, True, False]
 
 
 def test_a_broker_shutting_down_starts_no_fetcher_for_the_partitions_it_now_follows(tmp_path: Path) -> None:
