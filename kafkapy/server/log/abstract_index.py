@@ -135,7 +135,9 @@ class AbstractIndex:
             if was_mapped:
                 self._mm = self._map(length)
             else:  # an index nobody has read stays unmapped: the resize is all it needs
-                os.truncate(self.path, length)  # one call, not open/ftruncate/close (closing 10k logs trims 20k)
+                os.truncate(
+                    self.path, length
+                )  # one call, not open/ftruncate/close (closing 10k logs trims 20k)
 
     def resize(self, new_size: int) -> bool:
         """Resize the file to `new_size` rounded down to whole entries (never below the entries)."""

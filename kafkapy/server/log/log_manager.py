@@ -283,6 +283,14 @@ class LogManager:
         self._release_locks()
         logger.info("Shutdown complete.")
 
+    def write_back_early(self) -> None:
+        """Write back now what the live dirs hold (one syncfs each, an error taking the dir
+        offline as at shutdown): a broker calls it while the controller moves its leadership
+        away, so that the syncfs of `shutdown` finds only the close's own writes left. Nothing
+        is marked clean here; the final syncfs still comes before the checkpoints and marker."""
+        for log_dir in self.live_log_dirs:
+            self._sync_dir(log_dir)
+
     def _sync_dir(self, log_dir: str) -> None:
         """syncfs the filesystem of `log_dir` through its `.lock` descriptor, opened at start-up,
         so that a write-back error since then (the kernel's flusher losing a page of an
