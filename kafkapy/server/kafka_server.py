@@ -480,9 +480,9 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         log.info("%s shutting down", self.log_ident)
         # The shutdown's blocking steps get threads of their own: on the io executor they
-        # queue behind its backlog, and becoming leader of thousands of partitions queues a
-        # leader-epoch checkpoint write (two fsyncs) for each; at 10k partitions the
-        # ControlledShutdown request waited seconds there before it was even sent. Three: the
+        # queue behind its backlog (rolls' flushes, the leader-epoch checkpoints of a large
+        # LeaderAndIsr); at 10k partitions, when each checkpoint had its own two fsyncs there,
+        # the ControlledShutdown request waited seconds before it was even sent. Three: the
         # steps, awaited one by one, and two that overlap them (the logs' early write-back, the
         # metrics endpoint's stop).
         steps = ThreadPoolExecutor(3, thread_name_prefix="kafka-shutdown")

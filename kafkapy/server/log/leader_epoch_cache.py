@@ -15,7 +15,9 @@ Kafka's file, `leader-epoch-checkpoint` in the partition's directory::
 Written like the offset checkpoints (temporary file, fsync, atomic rename), so a crash leaves
 the old or the new file whole; at a clean shutdown the syncs wait for the log dir's syncfs
 (durability.py), and a crash before it may leave a torn file, which the loader rebuilds from the
-batches. The cache is not thread-safe on its own: the Log calls it under
+batches. A leader's new epoch is written without a sync of its own and synced with the other
+checkpoints of its batch (epoch_checkpoint_writer.py); until then the file is not taken as
+durable, so a close or flush writes it again with its own sync. The cache is not thread-safe on its own: the Log calls it under
 its lock; only `flush` (the file write) may run on another thread, and writes the entries as
 they are when it runs.
 """
@@ -29,7 +31,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kafkapy.protocol.constants import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from kafkapy.server.log.durability import FSYNC_EACH, Syncer
+from kafkapy.server.log.durability import DEFERRED, FSYNC_EACH, Syncer
 from kafkapy.server.log.offset_checkpoint import CheckpointFormatError
 
 logger = logging.getLogger("kafkapy.server.epoch.LeaderEpochFileCache")
@@ -53,30 +55,60 @@ class OffsetAndEpoch(NamedTuple):
     leader_epoch: int
 
 
+class UnsyncedWrite(NamedTuple):
+    """A checkpoint written but not yet synced: `confirm` it once its filesystem is."""
+
+    seq: int
+    path: str
+    entries: tuple[EpochEntry, ...]
+
+
 class LeaderEpochCheckpointFile:
     def __init__(self, path: str) -> None:
         self.path = path
         self._write_lock = threading.Lock()
-        # (path, entries) as last read or written: a write of the same entries to the same file
-        # is skipped, so closing 10k logs does not fsync 10k unchanged files (with their dirs).
+        # (path, entries) as last read or durably written: a write of the same entries to the
+        # same file is skipped, so closing 10k logs does not fsync 10k unchanged files (with
+        # their dirs). A write not yet synced clears it until `confirm`.
         self._on_disk: tuple[str, tuple[EpochEntry, ...]] | None = None
+        self._seq = 0  # writes so far: a confirmation of an older write than the last is stale
 
     def write(self, entries: Iterable[EpochEntry], syncer: Syncer = FSYNC_EACH) -> None:
         written = tuple(entries)
-        lines = [str(CURRENT_VERSION)]
-        body = [f"{e.epoch} {e.start_offset}" for e in written]
-        lines += [str(len(body)), *body]
         with self._write_lock:
             if self._on_disk == (self.path, written):
                 return
-            tmp = self.path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-                f.flush()
-                syncer.sync_file(f.fileno())
-            os.replace(tmp, self.path)
-            syncer.sync_dir(os.path.dirname(self.path))
+            self._write(written, syncer)
             self._on_disk = (self.path, written)
+
+    def write_unsynced(self, entries: Iterable[EpochEntry]) -> UnsyncedWrite | None:
+        """Write the file (temporary file, rename) without syncing it; None when these entries
+        are durable there already. The caller syncs the filesystem, then calls `confirm`."""
+        written = tuple(entries)
+        with self._write_lock:
+            if self._on_disk == (self.path, written):
+                return None
+            self._write(written, DEFERRED)
+            self._on_disk = None
+            return UnsyncedWrite(self._seq, self.path, written)
+
+    def confirm(self, write: UnsyncedWrite) -> None:
+        """`write`'s filesystem has been synced: its entries are durable, unless the file was
+        written again since (that write's own sync or confirmation counts then)."""
+        with self._write_lock:
+            if write.seq == self._seq:
+                self._on_disk = (write.path, write.entries)
+
+    def _write(self, written: tuple[EpochEntry, ...], syncer: Syncer) -> None:
+        lines = [str(CURRENT_VERSION), str(len(written)), *(f"{e.epoch} {e.start_offset}" for e in written)]
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+            f.flush()
+            syncer.sync_file(f.fileno())
+        os.replace(tmp, self.path)
+        syncer.sync_dir(os.path.dirname(self.path))
+        self._seq += 1
 
     def read(self) -> list[EpochEntry] | None:
         """The entries; None if there is no file. Raises CheckpointFormatError naming the file."""
@@ -119,6 +151,7 @@ class LeaderEpochCheckpointFile:
             )
         with self._write_lock:
             self._on_disk = (self.path, tuple(entries))
+            self._seq += 1
         return entries
 
 
@@ -248,3 +281,7 @@ class LeaderEpochFileCache:
 
     def flush(self, syncer: Syncer = FSYNC_EACH) -> None:
         self.checkpoint.write(list(self._epochs), syncer)
+
+    def write_unsynced(self) -> UnsyncedWrite | None:
+        """The file written without a sync (server/log/epoch_checkpoint_writer.py batches them)."""
+        return self.checkpoint.write_unsynced(list(self._epochs))

@@ -17,7 +17,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkapy.common.config_def import LONG_MAX
 from kafkapy.protocol.constants import NO_TIMESTAMP, UNDEFINED_EPOCH_OFFSET
@@ -33,7 +33,7 @@ from kafkapy.server.log.fetch_data_info import (
     TimestampAndOffset,
 )
 from kafkapy.server.log.io_guard import check_for_log_dir_failure, io_failed, io_guarded
-from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch
+from kafkapy.server.log.leader_epoch_cache import OffsetAndEpoch, UnsyncedWrite
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
 from kafkapy.server.log.log_loader import (
@@ -54,6 +54,9 @@ from kafkapy.server.log.segment_swap import (
 )
 from kafkapy.server.log.transaction_index import AbortedTxn
 from kafkapy.server.metrics.process_metrics import LOG_FLUSH
+
+if TYPE_CHECKING:
+    from kafkapy.server.log.epoch_checkpoint_writer import EpochCheckpointWriter
 
 logger = logging.getLogger("kafkapy.log.Log")
 
@@ -85,11 +88,13 @@ class Log:
         had_clean_shutdown: bool = False,
         time_ms: Callable[[], int] = system_time_ms,
         scheduler: Scheduler | None = None,
+        epoch_checkpoints: EpochCheckpointWriter | None = None,
     ) -> None:
         """Open (or create) the log in `dir_`, recovering it unless it was shut down cleanly.
 
         `scheduler` runs the flush of a rolled-out segment off the caller's thread (e.g. an
-        executor's submit); without one that flush runs inline.
+        executor's submit); without one that flush runs inline. `epoch_checkpoints` writes a
+        new leader epoch's checkpoint with others in a batch; without it, on the scheduler.
         """
         os.makedirs(dir_, exist_ok=True)
         self.dir = dir_
@@ -97,6 +102,7 @@ class Log:
         self.config = config
         self._time_ms = time_ms
         self._scheduler = scheduler
+        self._epoch_checkpoints = epoch_checkpoints
         self._lock = threading.RLock()
         self._closed = False
         # Set by the LogManager: an I/O error in a guarded operation takes the dir offline.
@@ -485,6 +491,11 @@ class Log:
             segments = list(self._segments.values()[first : max(last, first + 1)])
         # LogFlushStats: an fsync of the log, on an io thread (a deferred one is no sample).
         with LOG_FLUSH.time() if syncer is FSYNC_EACH else contextlib.nullcontext():
+            if not self.leader_epoch_cache.is_empty():
+                # The epochs of the offsets the recovery point passes must be durable first: a
+                # recovery reads them from the checkpoint, not from those batches. Nothing is
+                # written when the batched write already made them so.
+                self.leader_epoch_cache.flush(syncer)
             for segment in segments:
                 segment.flush(syncer)
         with self._lock:
@@ -716,13 +727,27 @@ class Log:
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """A leader's new epoch begins at `start_offset` (its log end offset when elected).
 
-        Runs on the event loop, so the checkpoint file is written by the scheduler's thread;
-        until it lands, an unclean restart rebuilds the entry from the batches written since.
+        Runs on the event loop, so the checkpoint file is written on the io threads, in a batch
+        with the others a LeaderAndIsr changed (epoch_checkpoint_writer.py); until it is synced,
+        an unclean restart rebuilds the entry from the batches written since the recovery
+        point, which `flush` does not move past it before it is.
         """
         with self._lock:
             changed = self.leader_epoch_cache.assign(leader_epoch, start_offset)
-        if changed:
+        if not changed:
+            return
+        if self._epoch_checkpoints is not None:
+            self._epoch_checkpoints.request(self)
+        else:
             self._schedule(self.leader_epoch_cache.flush)
+
+    def write_epoch_checkpoint_unsynced(self) -> UnsyncedWrite | None:
+        """The leader-epoch checkpoint written without a sync, for EpochCheckpointWriter; None
+        when it is durable already or the log is closed (its close wrote it)."""
+        with self._lock:
+            if self._closed:
+                return None
+            return self.leader_epoch_cache.write_unsynced()
 
     def end_offset_for_epoch(self, leader_epoch: int) -> OffsetAndEpoch | None:
         """OffsetsForLeaderEpoch: the end offset of `leader_epoch` here and the epoch that

@@ -31,6 +31,7 @@ from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig, LogCleaner
 from kafkapy.server.log.durability import DEFERRED, Syncer, sync_filesystem
+from kafkapy.server.log.epoch_checkpoint_writer import EpochCheckpointWriter
 from kafkapy.server.log.log import Log, Scheduler, system_time_ms
 from kafkapy.server.log.log_config import LogConfig
 from kafkapy.server.log.log_dir_failure_channel import LogDirFailureChannel
@@ -79,6 +80,10 @@ class LogManager:
         self.failure_channel = failure_channel or LogDirFailureChannel()
         self._time_ms = time_ms
         self._scheduler = scheduler
+        # A new leader epoch's checkpoint: batched, one syncfs per dir (none without io threads).
+        self._epoch_checkpoints = (
+            EpochCheckpointWriter(scheduler, self._sync_dir_quietly) if scheduler is not None else None
+        )
         self._logs: dict[TopicPartition, Log] = {}
         # AlterReplicaLogDirs for a replica not created yet: where its log goes once it is
         # (Kafka's preferredLogDirs), consumed by get_or_create_log.
@@ -296,22 +301,39 @@ class LogManager:
         so that a write-back error since then (the kernel's flusher losing a page of an
         unflushed segment before the shutdown) fails it too; an error takes the dir offline."""
         started = self._time_ms()
+        if self._sync_dir_quietly(log_dir):
+            logger.info(
+                "Flushed the logs in %s to disk (syncfs) in %d ms", log_dir, self._time_ms() - started
+            )
+
+    def _sync_dir_quietly(self, log_dir: str) -> bool:
+        """`_sync_dir` without its log line, for the batched epoch checkpoints: whether the
+        dir's filesystem was synced (False for a dir offline or released meanwhile)."""
+        with self._lock:
+            lock_fd = self._dir_locks.get(log_dir)
+            # A descriptor of our own: shutdown or a dir failure may close the lock's meanwhile.
+            fd = os.dup(lock_fd) if lock_fd is not None else None
+        if fd is None:
+            return False
         try:
-            sync_filesystem(self._dir_locks[log_dir])
+            sync_filesystem(fd)
         except OSError as e:
             self.failure_channel.maybe_add_offline_log_dir(
                 log_dir, f"Error while flushing logs to disk in dir {log_dir}", e
             )
-            return
-        logger.info("Flushed the logs in %s to disk (syncfs) in %d ms", log_dir, self._time_ms() - started)
+            return False
+        finally:
+            os.close(fd)
+        return True
 
     def _release_locks(self, log_dir: str | None = None) -> None:
-        for d, fd in list(self._dir_locks.items()):
-            if log_dir is None or d == log_dir:
-                with contextlib.suppress(OSError):
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
-                del self._dir_locks[d]
+        with self._lock:  # `_sync_dir_quietly` dups a lock's descriptor under it
+            for d, fd in list(self._dir_locks.items()):
+                if log_dir is None or d == log_dir:
+                    with contextlib.suppress(OSError):
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                        os.close(fd)
+                    del self._dir_locks[d]
 
     # -- a failed log dir -----------------------------------------------------------------------
 
@@ -392,6 +414,7 @@ class LogManager:
                 path, self.config_for(tp.topic), 0 if future else recovery_points.get(tp, 0),
                 0 if future else start_offsets.get(tp, 0),
                 had_clean_shutdown=clean, time_ms=self._time_ms, scheduler=self._scheduler,
+                epoch_checkpoints=self._epoch_checkpoints,
             )  # fmt: skip
             log.failure_channel = self.failure_channel
             if tp in high_watermarks and not future:
@@ -485,7 +508,7 @@ class LogManager:
         try:
             log = Log(
                 path, config, had_clean_shutdown=not os.path.exists(path),
-                time_ms=self._time_ms, scheduler=self._scheduler,
+                time_ms=self._time_ms, scheduler=self._scheduler, epoch_checkpoints=self._epoch_checkpoints,
             )  # fmt: skip
         except OSError as e:
             message = f"Error while creating log for {tp} in dir {log_dir}"
