@@ -1,23 +1,32 @@
-"""The leader-epoch checkpoints of new leaders, written in batches with one sync per log dir.
+"""Leader-epoch checkpoints written in batches, off the caller's thread, one sync per log dir.
 
 A broker that becomes leader of a partition at a new epoch records where the epoch begins
-(Log.maybe_assign_epoch_start_offset), and the partition's `leader-epoch-checkpoint` is written
-again. One LeaderAndIsr does that for every partition it moves: when a broker of a 10k-partition
-cluster stops, each survivor takes over or re-leads ~5k partitions at once. Written one by one,
-each checkpoint cost an fsync of the file and one of its directory: two journal commits and
-~0.2 ms of kernel CPU each, ~1 s of CPU per survivor on a machine the stopping broker shares.
+(Log.maybe_assign_epoch_start_offset), and a follower records each new epoch its leader's
+batches carry (Log.append_as_follower); each time the partition's `leader-epoch-checkpoint` is
+written again. One LeaderAndIsr does that for every partition it moves: when a broker of a
+10k-partition cluster stops, each survivor takes over or re-leads ~5k partitions at once. And
+the first record of every partition after a leader change makes each follower write one:
+synced on the fetcher thread, its two fsyncs came before the follower's next fetch, so every
+acks=all produce to such a partition waited for them (filling 10k new partitions with one
+record each, the followers' fetcher threads spent ~65% of their time there).
 
 Here a request only queues the log; one job on the io threads drains the queue: it writes every
 queued log's checkpoint (temporary file, rename) without a sync, then syncs each log dir's
 filesystem once (syncfs, through the LogManager) and only then takes the files as durable.
-Requests made while a batch is being written wait for the next round of the same job. A file
+Requests made while a batch is being written wait for the next round of the same job (syncfs
+writes back the filesystem's other dirty pages too, segments included: the batch waits for
+that, no produce or fetch does). A file
 not yet confirmed is written again with its own fsync by whoever needs it durable first: a
 log's close, or its flush before the recovery point moves past the epoch (Log.flush).
 
-The path was asynchronous already (the loop never waits for a checkpoint); what the batch
-changes is when the files reach the disk: after the batch's syncfs rather than one by one. A
-crash before that leaves the previous file or the new one whole (the rename), and recovery
-assigns the epochs of the batches written since the recovery point from the batches.
+Kafka syncs these writes where they happen. What a crash can lose here is the entries added
+since the last synced write: the file is rewritten whole and renamed, so it holds the old
+entries or the new ones, and the entries lost all begin past the recovery point (Log.flush
+makes them durable before it moves it), where an unclean start reads the batches again and
+assigns their epochs (log_loader.load_leader_epoch_cache). Kafka moved its producer-state
+snapshot's fsync to the log flush on the same ground (KAFKA-15046). A new leader's entry for
+an epoch with no batch yet is the one a crash can drop for good; until the leader appends, the
+end offset it answers for its previous epoch (OffsetsForLeaderEpoch) is its log end either way.
 """
 
 from __future__ import annotations

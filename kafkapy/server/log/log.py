@@ -363,14 +363,16 @@ class Log:
             )
             self._append(buf, first, expected - 1, max_timestamp, offset_of_max_timestamp)
             self._commit_producer_state(updates)
-            # The leader's epochs come with its batches; a follower runs this on its fetcher
-            # thread, so the checkpoint is written here and then, not scheduled.
+            # The leader's epochs come with its batches. Their checkpoint is written off the
+            # replication round trip, like a new leader's (see `maybe_assign_epoch_start_offset`):
+            # synced here, each follower's first batch of every epoch cost two fsyncs before its
+            # next fetch, so an acks=all produce to a partition new to an epoch waited for them.
             cache, changed = self.leader_epoch_cache, False
             for _, h in batches:
                 if h.partition_leader_epoch >= 0:
                     changed = cache.assign(h.partition_leader_epoch, h.base_offset) or changed
             if changed:
-                cache.flush()
+                self._checkpoint_epochs()
             return LogAppendInfo(
                 first, expected - 1, max_timestamp, offset_of_max_timestamp, NO_TIMESTAMP,
                 self.log_start_offset, num_messages, buf.nbytes,
@@ -729,13 +731,17 @@ class Log:
 
         Runs on the event loop, so the checkpoint file is written on the io threads, in a batch
         with the others a LeaderAndIsr changed (epoch_checkpoint_writer.py); until it is synced,
-        an unclean restart rebuilds the entry from the batches written since the recovery
-        point, which `flush` does not move past it before it is.
+        an unclean restart rebuilds the entries of the batches written since the recovery point,
+        which `flush` does not move past an epoch before its checkpoint is durable.
         """
         with self._lock:
             changed = self.leader_epoch_cache.assign(leader_epoch, start_offset)
-        if not changed:
-            return
+        if changed:
+            self._checkpoint_epochs()
+
+    def _checkpoint_epochs(self) -> None:
+        """The epochs changed: their checkpoint goes out with the writer's next batch (without a
+        writer, on the scheduler; without one, now)."""
         if self._epoch_checkpoints is not None:
             self._epoch_checkpoints.request(self)
         else:

@@ -33,6 +33,11 @@ from kafkapy.server.log.log_manager import LogManager
 CONFIG = small_config(segment_bytes=100_000, retention_ms=-1)
 
 
+def epoch_records(n: int, epoch: int, base_offset: int) -> bytearray:
+    """A leader's batch as a follower receives it: offsets and epoch set."""
+    return records(n, partition_leader_epoch=epoch, base_offset=base_offset)
+
+
 class Tasks:
     """A scheduler that runs nothing until told to."""
 
@@ -222,3 +227,26 @@ def test_the_log_manager_syncs_a_dir_once_for_many_new_leaders(
     assert all(durable(log) and on_disk(log) == [EpochEntry(5, 0)] for log in logs)
     manager.shutdown()
     assert per_file_syncs == []
+
+
+def test_a_followers_new_epoch_is_written_by_the_batch_not_on_the_fetcher_thread(
+    tmp_path: Path, per_file_syncs: list[str]
+) -> None:
+    """An acks=all produce waits for the followers' next fetch: their first batch of an epoch
+    must not cost two fsyncs before it. A crash before the batch's sync loses nothing either:
+    recovery reads the epochs of the batches after the recovery point again."""
+    tasks = Tasks()
+    writer = EpochCheckpointWriter(tasks, lambda _d: True)
+    (log,) = make_logs(tmp_path, writer, ["a"], 1, LogDirFailureChannel())
+    log.append_as_follower(epoch_records(2, epoch=3, base_offset=0))
+    assert per_file_syncs == [] and on_disk(log) is None
+    assert len(tasks.queued) == 1
+    # A crash now (the checkpoint never written): the unclean load takes the epoch from the batch.
+    recovered = Log(log.dir, CONFIG, recovery_point=0, had_clean_shutdown=False)
+    assert recovered.leader_epoch_cache.entries == [EpochEntry(3, 0)]
+    recovered.close_handlers()
+    tasks.run()
+    assert on_disk(log) == [EpochEntry(3, 0)] and durable(log)
+    log.append_as_follower(epoch_records(1, epoch=3, base_offset=2))
+    assert tasks.queued == []  # the same epoch: nothing to write
+    log.close()
