@@ -94,7 +94,7 @@ class Log:
 
         `scheduler` runs the flush of a rolled-out segment off the caller's thread (e.g. an
         executor's submit); without one that flush runs inline. `epoch_checkpoints` writes a
-        new leader epoch's checkpoint with others in a batch; without it, on the scheduler.
+        changed leader-epoch checkpoint with others in a batch; without it, on the scheduler.
         """
         os.makedirs(dir_, exist_ok=True)
         self.dir = dir_

@@ -80,7 +80,7 @@ class LogManager:
         self.failure_channel = failure_channel or LogDirFailureChannel()
         self._time_ms = time_ms
         self._scheduler = scheduler
-        # A new leader epoch's checkpoint: batched, one syncfs per dir (none without io threads).
+        # Changed leader-epoch checkpoints: batched, one syncfs per dir (none without io threads).
         self._epoch_checkpoints = (
             EpochCheckpointWriter(scheduler, self._sync_dir_quietly) if scheduler is not None else None
         )
