@@ -134,10 +134,10 @@ class AbstractIndex:
             self._max_entries = length // self.ENTRY.size
             if was_mapped:
                 self._mm = self._map(length)
-            else:  # an index nobody has read stays unmapped: the resize is all it needs
-                os.truncate(
-                    self.path, length
-                )  # one call, not open/ftruncate/close (closing 10k logs trims 20k)
+            else:
+                # An index nobody has read stays unmapped: the resize is all it needs, in one
+                # call rather than open/ftruncate/close (closing 10k logs trims 20k of them).
+                os.truncate(self.path, length)
 
     def resize(self, new_size: int) -> bool:
         """Resize the file to `new_size` rounded down to whole entries (never below the entries)."""

@@ -15,11 +15,12 @@ Kafka's file, `leader-epoch-checkpoint` in the partition's directory::
 Written like the offset checkpoints (temporary file, fsync, atomic rename), so a crash leaves
 the old or the new file whole; at a clean shutdown the syncs wait for the log dir's syncfs
 (durability.py), and a crash before it may leave a torn file, which the loader rebuilds from the
-batches. A leader's new epoch is written without a sync of its own and synced with the other
-checkpoints of its batch (epoch_checkpoint_writer.py); until then the file is not taken as
-durable, so a close or flush writes it again with its own sync. The cache is not thread-safe on its own: the Log calls it under
-its lock; only `flush` (the file write) may run on another thread, and writes the entries as
-they are when it runs.
+batches. An epoch change (a new leader's, a follower's first batch of an epoch) is written
+without a sync of its own and synced with the other checkpoints of its batch
+(epoch_checkpoint_writer.py); until then the file is not taken as durable, so a close or flush
+writes it again with its own sync. The cache is not thread-safe on its own: the Log calls it
+under its lock; only `flush` and `write_unsynced` (the file writes) may run on another thread,
+and write the entries as they are when they run.
 """
 
 from __future__ import annotations

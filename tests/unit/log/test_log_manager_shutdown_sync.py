@@ -14,6 +14,7 @@ import errno
 import logging
 import os
 import time
+from collections.abc import Callable
 
 import pytest
 from log_helpers import FakeClock, records, small_config
@@ -37,6 +38,18 @@ def dirs(tmp_path) -> list[str]:
 
 def _fd_path(fd: int) -> str:
     return os.readlink(f"/proc/self/fd/{fd}")
+
+
+def syncfs_failing_in(failing: str, synced: list[str]) -> Callable[[int], None]:
+    """sync_filesystem that fails with EIO for the dir `failing`; records each dir it is called for."""
+
+    def syncfs(fd: int) -> None:
+        synced.append(os.path.dirname(_fd_path(fd)))
+        if _fd_path(fd).startswith(failing + os.sep):
+            raise OSError(errno.EIO, "syncfs: Input/output error")
+        sync_filesystem(fd)
+
+    return syncfs
 
 
 def loaded_manager(dirs: list[str], clock: FakeClock) -> LogManager:
@@ -120,13 +133,7 @@ def test_a_failed_syncfs_leaves_that_dir_offline_without_checkpoints_or_marker(
 ) -> None:
     manager = loaded_manager(dirs, clock)
     failing, healthy = dirs
-
-    def syncfs(fd: int) -> None:
-        if _fd_path(fd).startswith(failing + os.sep):
-            raise OSError(errno.EIO, "syncfs: Input/output error")
-        sync_filesystem(fd)
-
-    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs)
+    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs_failing_in(failing, []))
     with caplog.at_level(logging.ERROR):
         manager.shutdown()
     assert f"Error while flushing logs to disk in dir {failing}" in caplog.text
@@ -279,14 +286,7 @@ def test_an_early_write_back_syncs_each_live_dir_and_a_failure_takes_that_dir_of
     manager = loaded_manager(dirs, clock)
     failing, healthy = dirs
     synced: list[str] = []
-
-    def syncfs(fd: int) -> None:
-        synced.append(os.path.dirname(_fd_path(fd)))
-        if _fd_path(fd).startswith(failing + os.sep):
-            raise OSError(errno.EIO, "syncfs: Input/output error")
-        sync_filesystem(fd)
-
-    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs)
+    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs_failing_in(failing, synced))
     with caplog.at_level(logging.INFO):
         manager.write_back_early()
     assert sorted(synced) == sorted(dirs)
