@@ -31,19 +31,41 @@ ACCEPT_RETRY_DELAY_S = 0.5
 _RESOURCE_ERRNOS = frozenset((errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM))
 
 
-def open_server_socket(host: str, port: int, backlog: int) -> socket.socket:
+def open_server_socket(host: str, port: int, backlog: int, receive_buffer_bytes: int = -1) -> socket.socket:
     """Bind and listen like Kafka's openServerSocket: an empty host is every address (one
-    dual-stack socket where the OS has IPv6), otherwise the host's first address."""
+    dual-stack socket where the OS has IPv6), otherwise the host's first address.
+
+    `socket.receive.buffer.bytes` is set here, before bind, as Kafka does, and every accepted
+    connection inherits it. Set on an accepted socket instead, it shrinks a receive buffer
+    whose window scale and first windows were offered at the handshake for the kernel's
+    default size: the peer may then send what the smaller buffer cannot hold, the kernel
+    drops it, and a connection whose reading is paused (a muted request) can stall for as
+    long as TCP's retransmission backoff (tcp(7): set buffer sizes before listen or connect).
+    """
+    dualstack = False
+    address: tuple[object, ...]
     if not host and socket.has_dualstack_ipv6():
-        sock = socket.create_server(("", port), family=socket.AF_INET6, backlog=backlog, dualstack_ipv6=True)
+        family, address, dualstack = socket.AF_INET6, ("", port), True
     elif not host:
-        sock = socket.create_server(("", port), family=socket.AF_INET, backlog=backlog)
+        family, address = socket.AF_INET, ("", port)
     else:
-        family, _, _, _, address = socket.getaddrinfo(
+        family, _, _, _, resolved = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
-        sock = socket.create_server(address[:2], family=family, backlog=backlog)
-    sock.setblocking(False)
+        address = resolved[:2]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if dualstack else 1)
+        if receive_buffer_bytes != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 
@@ -61,7 +83,12 @@ class Acceptor:
 
     def open(self) -> int:
         try:
-            self.sock = open_server_socket(self.endpoint.host, self.endpoint.port, self.backlog)
+            self.sock = open_server_socket(
+                self.endpoint.host,
+                self.endpoint.port,
+                self.backlog,
+                self.server.config.socket_receive_buffer_bytes,
+            )
         except OSError as e:
             where = f"{self.endpoint.host or '0.0.0.0'}:{self.endpoint.port}"
             raise OSError(e.errno, f"Socket server failed to bind to {where}: {e.strerror}.") from e

@@ -169,10 +169,9 @@ class Processor(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             cfg = self.server.config
             # -1 keeps the OS default (and with it the kernel's buffer auto-tuning), as in Kafka.
+            # The receive buffer is the listening socket's, inherited (acceptor.py says why).
             if cfg.socket_send_buffer_bytes != -1:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, cfg.socket_send_buffer_bytes)
-            if cfg.socket_receive_buffer_bytes != -1:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.socket_receive_buffer_bytes)
             # As Kafka's Acceptor does: a peer that vanished without a FIN is found out eventually.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         local = transport.get_extra_info("sockname") or ("", 0)
