@@ -113,7 +113,10 @@ BROKER_CONFIG = (
     .define("security.inter.broker.protocol", STRING, "PLAINTEXT", one_of(*SECURITY_PROTOCOLS), MEDIUM, "Protocol between brokers")
     .define("inter.broker.listener.name", STRING, None, None, MEDIUM, "Listener used between brokers")
     .define("socket.send.buffer.bytes", INT, 102400, None, HIGH, "SO_SNDBUF of sockets; -1: the OS default")
-    .define("socket.receive.buffer.bytes", INT, 102400, None, HIGH, "SO_RCVBUF of sockets; -1: the OS default")
+    # Kafka's default is 102400. Any fixed SO_RCVBUF turns off the kernel's receive-buffer
+    # tuning, and a muted connection's queue of pipelined small requests then outgrew it:
+    # segments were dropped and a producer stalled for 60 s (docs/architecture.md).
+    .define("socket.receive.buffer.bytes", INT, -1, None, HIGH, "SO_RCVBUF of sockets; -1: the OS default")
     .define("socket.request.max.bytes", INT, 104857600, at_least(1), HIGH, "Largest request accepted")
     .define("socket.listen.backlog.size", INT, 50, at_least(1), MEDIUM, "Pending connections in the accept queue")
     .define("max.connections.per.ip", INT, INT_MAX, at_least(0), MEDIUM, "Connections allowed from one address")
