@@ -36,11 +36,9 @@ def open_server_socket(host: str, port: int, backlog: int, receive_buffer_bytes:
     dual-stack socket where the OS has IPv6), otherwise the host's first address.
 
     `socket.receive.buffer.bytes` is set here, before bind, as Kafka does, and every accepted
-    connection inherits it. Set on an accepted socket instead, it shrinks a receive buffer
-    whose window scale and first windows were offered at the handshake for the kernel's
-    default size: the peer may then send what the smaller buffer cannot hold, the kernel
-    drops it, and a connection whose reading is paused (a muted request) can stall for as
-    long as TCP's retransmission backoff (tcp(7): set buffer sizes before listen or connect).
+    connection inherits it. Set on an accepted socket instead, it would shrink the buffer after
+    the handshake has offered a window scale for the kernel's auto-tuned size (tcp(7): buffer
+    sizes are set before listen or connect). Why the default is -1: config_keys.py.
     """
     dualstack = False
     address: tuple[object, ...]
