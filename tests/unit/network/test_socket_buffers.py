@@ -1,10 +1,8 @@
 """socket.receive.buffer.bytes and socket.send.buffer.bytes on an in-process SocketServer.
 
-The receive buffer must be in place before the TCP handshake: the window scale a connection
-offers is fixed then, from the buffer it has at that moment. A receive buffer shrunk after the
-handshake leaves the peer free to send more than the buffer holds; the kernel drops the excess
-and, with the broker not reading (a muted request), the connection can stall for the length of
-TCP's retransmission backoff (a librdkafka producer's in-flight requests timed out at 60 s).
+A fixed receive buffer must be in place before the TCP handshake, as Kafka sets it: the window
+scale a connection offers is fixed then, from the buffer it has at that moment. (Why the
+default is -1 rather than a fixed buffer at all: config_keys.py.)
 """
 
 from __future__ import annotations
