@@ -49,6 +49,27 @@ class RequestTimeoutError(TimeoutException):
     """No (complete) response within the connection's timeout."""
 
 
+def open_client_socket(host: str, port: int, timeout: float, receive_buffer_bytes: int = -1) -> socket.socket:
+    """socket.create_connection, with SO_RCVBUF set before connect when `receive_buffer_bytes`
+    is not -1: the window scale is fixed in the handshake from the buffer the socket has then,
+    so a buffer set after connect could not be used beyond 64 KiB << the auto-tuned scale
+    (tcp(7)), as Kafka's Selector sets it before connect too."""
+    if receive_buffer_bytes == -1:
+        return socket.create_connection((host, port), timeout=timeout)
+    error: OSError | None = None
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as e:
+            sock.close()
+            error = e
+    raise error if error is not None else OSError(f"getaddrinfo returned nothing for {host}:{port}")
+
+
 class BrokerConnection:
     def __init__(
         self,
@@ -59,6 +80,7 @@ class BrokerConnection:
         max_response_size: int = framing.DEFAULT_MAX_FRAME_SIZE,
         security: ClientSecurity = PLAINTEXT,
         reuse_response_buffer: bool = False,
+        receive_buffer_bytes: int = -1,
     ) -> None:
         self.host = host
         # TLS and/or SASL on connect (sasl_client.py): the broker's inter-broker clients use it.
@@ -77,6 +99,9 @@ class BrokerConnection:
         # the next `send`: for a caller that is done with each response before the next request.
         self._reuse = reuse_response_buffer
         self._response_buf = bytearray()
+        # SO_RCVBUF for the socket, set before connecting (a replica fetcher's
+        # replica.socket.receive.buffer.bytes); -1 leaves it to the kernel's auto-tuning.
+        self.receive_buffer_bytes = receive_buffer_bytes
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, connected={self._sock is not None})"
@@ -122,7 +147,7 @@ class BrokerConnection:
     def _ensure_connected(self) -> socket.socket:
         if self._sock is None:
             try:
-                sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+                sock = open_client_socket(self.host, self.port, self.timeout, self.receive_buffer_bytes)
             except TimeoutError as e:
                 raise RequestTimeoutError(f"connecting to {self.host}:{self.port} timed out") from e
             except OSError as e:

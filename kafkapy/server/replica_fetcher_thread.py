@@ -112,6 +112,7 @@ class FetcherConfig:
     partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
     backoff_ms: int = 1000  # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30000  # replica.socket.timeout.ms
+    socket_receive_buffer_bytes: int = 65536  # replica.socket.receive.buffer.bytes
 
     @classmethod
     def from_config(cls, c: Any) -> FetcherConfig:
@@ -122,6 +123,7 @@ class FetcherConfig:
             c.replica_fetch_max_bytes,
             c.replica_fetch_backoff_ms,
             c.replica_socket_timeout_ms,
+            c.replica_socket_receive_buffer_bytes,
         )
 
 
@@ -186,7 +188,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._conn = connect(
             leader.host, leader.port, client_id=f"broker-{broker_id}-fetcher-{fetcher_id}",
             timeout=max(config.socket_timeout_ms, config.max_wait_ms + 1000) / 1000,
-            reuse_response_buffer=True,
+            reuse_response_buffer=True, receive_buffer_bytes=config.socket_receive_buffer_bytes,
         )  # fmt: skip
         self._version: int | None = None
         self._lock = threading.Condition()

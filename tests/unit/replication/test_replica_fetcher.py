@@ -51,8 +51,10 @@ class FakeConnection:
         client_id: str = "",
         timeout: float = 30.0,
         reuse_response_buffer: bool = False,
+        receive_buffer_bytes: int = -1,
     ) -> None:
         self.client_id = client_id
+        self.receive_buffer_bytes = receive_buffer_bytes
         self.connected = False
         self.requests: list[dict[str, Any]] = []
         self.epoch_requests: list[dict[str, Any]] = []
@@ -136,6 +138,25 @@ def only_partition(request: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- pure pieces ------------------------------------------------------------------------------
+
+
+def test_the_fetcher_connects_with_replica_socket_receive_buffer_bytes() -> None:
+    """replica.socket.receive.buffer.bytes reaches the leader connection (Kafka's default 64 KiB;
+    it used to be accepted and ignored)."""
+    config = FetcherConfig.from_config(
+        SimpleNamespace(
+            replica_fetch_wait_max_ms=500,
+            replica_fetch_min_bytes=1,
+            replica_fetch_response_max_bytes=1 << 20,
+            replica_fetch_max_bytes=1 << 20,
+            replica_fetch_backoff_ms=100,
+            replica_socket_timeout_ms=30_000,
+            replica_socket_receive_buffer_bytes=32768,
+        )  # fmt: skip
+    )
+    thread = ReplicaFetcherThread(1, 0, LEADER, config, connect=FakeConnection)
+    assert thread._conn.receive_buffer_bytes == 32768
+    assert FetcherConfig().socket_receive_buffer_bytes == 65536
 
 
 def test_follower_records_drops_a_trailing_partial_batch() -> None:

@@ -69,6 +69,7 @@ def test_a_failed_dir_takes_its_replicas_offline_and_only_those(tmp_path: Path) 
         replica_lag_time_max_ms=10_000, num_replica_fetchers=1, replica_fetch_wait_max_ms=500,
         replica_fetch_min_bytes=1, replica_fetch_response_max_bytes=1 << 20, replica_fetch_max_bytes=1 << 20,
         replica_fetch_backoff_ms=100, replica_socket_timeout_ms=30_000,
+        replica_socket_receive_buffer_bytes=65536,
     )  # fmt: skip
     rm = ReplicaManager(0, logs, lambda topic: LogConfig(), config, lambda: zk)
     events: list[tuple[str, Any]] = []

@@ -87,6 +87,7 @@ def replica_manager(tmp_path: Path, zk: FakeZk | None = None) -> tuple[ReplicaMa
         replica_lag_time_max_ms=10_000, num_replica_fetchers=1, replica_fetch_wait_max_ms=500,
         replica_fetch_min_bytes=1, replica_fetch_response_max_bytes=1 << 20, replica_fetch_max_bytes=1 << 20,
         replica_fetch_backoff_ms=100, replica_socket_timeout_ms=30_000,
+        replica_socket_receive_buffer_bytes=65536,
     )  # fmt: skip
     rm = ReplicaManager(0, FakeLogManager(tmp_path), lambda topic: LogConfig(), config, lambda: zk)
     events: list[tuple[str, Any]] = []
