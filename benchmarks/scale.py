@@ -2,7 +2,7 @@
 
     python benchmarks/scale.py [--partitions 1000,3000,10000]
         [--steps create,metadata,idle,shutdown,failover,startup,rf3] [--topics-per-run N]
-        [--out benchmarks/results/scale.json] [--plot benchmarks/results/scale.png]
+        [--out benchmarks/results/scale.json] [--plot <--out's path with .png>]
         [--markdown docs/benchmarks.md] [--quick] [--profile STEPS]
 
 For each partition count, a fresh real ZooKeeper and three kafkapy brokers on loopback; N
@@ -168,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of {','.join(STEPS)}")
     p.add_argument("--topics-per-run", type=int, default=100, help="topics the partitions are spread over")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks/results/scale.json")
-    p.add_argument("--plot", type=Path, default=REPO / "benchmarks/results/scale.png")
+    # The plot is drawn from the whole of --out, so it goes beside it: a run with its own --out
+    # must not redraw the committed benchmarks/results/scale.png from a partial file.
+    p.add_argument("--plot", type=Path, default=None, help="default: --out's path with .png")
     p.add_argument("--markdown", type=Path, default=None, help="regenerate the Scale section of this file")
     p.add_argument("--fresh", action="store_true", help="drop earlier results in --out")
     p.add_argument("--quick", action="store_true", help="200 partitions, 10 topics, short runs")
@@ -200,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--profile-dir", type=Path, default=REPO / "benchmarks/results/profiles")
     args = p.parse_args(argv)
+    if args.plot is None:
+        args.plot = args.out.with_suffix(".png")
     if args.quick:
         if args.partitions == p.get_default("partitions"):
             args.partitions = "200"
