@@ -51,9 +51,9 @@ class RequestTimeoutError(TimeoutException):
 
 def open_client_socket(host: str, port: int, timeout: float, receive_buffer_bytes: int = -1) -> socket.socket:
     """socket.create_connection, with SO_RCVBUF set before connect when `receive_buffer_bytes`
-    is not -1: the window scale is fixed in the handshake from the buffer the socket has then,
-    so a buffer set after connect could not be used beyond 64 KiB << the auto-tuned scale
-    (tcp(7)), as Kafka's Selector sets it before connect too."""
+    is not -1 (create_connection has no hook for that). The handshake fixes the window scale
+    from the buffer the socket has then, so a buffer set afterwards would not match it (tcp(7):
+    buffer sizes are set before connect); Kafka's Selector sets it before connect too."""
     if receive_buffer_bytes == -1:
         return socket.create_connection((host, port), timeout=timeout)
     error: OSError | None = None
