@@ -220,9 +220,12 @@ class PartitionStateMachine:
         after re-reading the /state znodes; other failures are final."""
         results: Results = {}
         remaining = partitions
+        # A controlled shutdown's first attempt starts from the cached states (_election_states).
+        from_cache = strategy is ElectionStrategy.CONTROLLED_SHUTDOWN
         while remaining:
             with LEADER_ELECTION.time():
-                success, remaining, failed = self._do_elect_leaders(remaining, strategy)
+                success, remaining, failed = self._do_elect_leaders(remaining, strategy, from_cache)
+            from_cache = False
             results.update(success)
             for tp, e in failed.items():
                 self._log_failed(tp, self.context.partition_states[tp], P.ONLINE, e)
@@ -230,10 +233,10 @@ class PartitionStateMachine:
         return results
 
     def _do_elect_leaders(
-        self, partitions: list[TopicPartition], strategy: ElectionStrategy
+        self, partitions: list[TopicPartition], strategy: ElectionStrategy, from_cache: bool = False
     ) -> tuple[dict[TopicPartition, LeaderAndIsr], list[TopicPartition], dict[TopicPartition, Exception]]:
         try:
-            current_states = self.zk.get_partition_states(partitions)
+            current_states = self._election_states(partitions, from_cache)
         except ControllerMovedException:
             raise
         except Exception as e:  # noqa: BLE001
@@ -262,8 +265,14 @@ class PartitionStateMachine:
         elections = self._run_elections(valid, strategy)
         new_states: dict[TopicPartition, LeaderAndIsr] = {}
         recipients: dict[TopicPartition, tuple[int, ...]] = {}
+        reread: list[TopicPartition] = []
         for result in elections:
             if result.leader_and_isr is None:
+                if from_cache:
+                    # Nothing is written, so no zk version can catch a stale cached ISR: the
+                    # election is run again from what ZooKeeper holds.
+                    reread.append(result.partition)
+                    continue
                 failed[result.partition] = StateChangeFailedException(
                     f"Failed to elect leader for partition {result.partition} under strategy {strategy}"
                 )
@@ -271,7 +280,7 @@ class PartitionStateMachine:
                 new_states[result.partition] = result.leader_and_isr
                 recipients[result.partition] = result.recipients
         if not new_states:
-            return {}, [], failed
+            return {}, reread, failed
         update = self.zk.update_leader_and_isr(new_states, self.context.epoch, self.context.epoch_zk_version)
         previous_isr = {tp: s.leader_and_isr.isr for tp, s in valid}
         for tp, lai in update.successful.items():
@@ -283,7 +292,32 @@ class PartitionStateMachine:
                 recipients[tp], tp, state, self.context.partition_full_replica_assignment(tp), is_new=False
             )
         failed.update(update.failed)
-        return dict(update.successful), list(update.to_retry), failed
+        return dict(update.successful), [*update.to_retry, *reread], failed
+
+    def _election_states(
+        self, partitions: list[TopicPartition], from_cache: bool
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """The states to elect from. Kafka reads them all from ZooKeeper; a controlled shutdown's
+        first attempt takes the cached state of each partition that has one instead (reading the
+        ~3.3k states of the partitions a broker leads at 10k took ~1-1.4 s of its ~2 s of
+        controller time, the pipelined reads paying a thread hand-off each). That is safe
+        because each write is conditional on the cached zk version: a state changed meanwhile
+        (a leader's ISR update) fails with BADVERSION and is re-read on the retry, and an
+        election that finds no leader in a cached state is retried from ZooKeeper as well."""
+        if not from_cache:
+            return self.zk.get_partition_states(partitions)
+        cache = self.context.partition_leadership_info
+        states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        to_read: list[TopicPartition] = []
+        for tp in partitions:
+            cached = cache.get(tp)
+            if cached is not None:
+                states[tp] = cached
+            else:
+                to_read.append(tp)
+        if to_read:
+            states.update(self.zk.get_partition_states(to_read))
+        return states
 
     def _run_elections(
         self, states: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]], strategy: ElectionStrategy

@@ -146,3 +146,68 @@ def test_startup_initializes_states_from_leadership_and_brings_partitions_online
     assert ctx.partition_states == {new: P.ONLINE, online: P.ONLINE, offline: P.ONLINE}
     assert zk.states[new].leader_and_isr.leader == 0
     assert zk.states[offline].leader_and_isr == LeaderAndIsr(1, 1, (1,), 1)
+
+
+def _count_reads(zk):
+    reads = []
+    real = zk.get_partition_states
+
+    def get_partition_states(partitions):
+        partitions = list(partitions)
+        reads.append(partitions)
+        return real(partitions)
+
+    zk.get_partition_states = get_partition_states
+    return reads
+
+
+def test_controlled_shutdown_election_starts_from_the_cached_state():
+    ctx, zk, psm, rec = setup()
+    tps = assign(ctx, "t", {0: [0, 1, 2], 1: [0, 2, 1]})
+    for tp in tps:
+        _online(ctx, zk, tp, LeaderAndIsr(0, 0, (0, 1, 2), 0))
+    reads = _count_reads(zk)
+    ctx.shutting_down_broker_ids.add(0)
+    results = psm.handle_state_changes(tps, P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)
+    assert results == {tps[0]: LeaderAndIsr(1, 1, (1, 2), 1), tps[1]: LeaderAndIsr(2, 1, (1, 2), 1)}
+    assert reads == []  # no ZooKeeper read: each write was conditional on the cached version
+    assert zk.states[tps[1]].leader_and_isr == LeaderAndIsr(2, 1, (1, 2), 1)
+
+
+def test_controlled_shutdown_election_from_a_stale_cached_state_rereads_zk():
+    # The leader shrank the ISR in ZooKeeper after the controller cached the state: the write
+    # conditional on the cached version fails and the retry elects from what ZooKeeper holds.
+    ctx, zk, psm, rec = setup()
+    [tp] = assign(ctx, "t", {0: [0, 1, 2]})
+    _online(ctx, zk, tp, LeaderAndIsr(0, 0, (0, 1, 2), 0))
+    zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0, 2), 1), 1)
+    reads = _count_reads(zk)
+    ctx.shutting_down_broker_ids.add(0)
+    result = psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)[tp]
+    assert result == LeaderAndIsr(2, 1, (2,), 2)
+    assert reads == [[tp]]
+    assert ctx.partition_leadership_info[tp].leader_and_isr == result
+
+
+def test_controlled_shutdown_election_finding_no_leader_in_a_cached_state_asks_zk():
+    # Nothing would be written, so no zk version could expose the stale cached ISR: ZooKeeper
+    # (where the leader has since added 1 back) decides.
+    ctx, zk, psm, rec = setup()
+    [tp] = assign(ctx, "t", {0: [0, 1, 2]})
+    _online(ctx, zk, tp, LeaderAndIsr(0, 0, (0,), 0))
+    zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0, 1), 1), 1)
+    reads = _count_reads(zk)
+    ctx.shutting_down_broker_ids.add(0)
+    result = psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)[tp]
+    assert result == LeaderAndIsr(1, 1, (1,), 2)
+    assert reads == [[tp]]
+
+
+def test_controlled_shutdown_election_without_a_leader_in_zk_either_fails():
+    ctx, zk, psm, rec = setup()
+    [tp] = assign(ctx, "t", {0: [0, 1, 2]})
+    _online(ctx, zk, tp, LeaderAndIsr(0, 0, (0,), 0))
+    ctx.shutting_down_broker_ids.add(0)
+    result = psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)[tp]
+    assert isinstance(result, StateChangeFailedException)
+    assert zk.states[tp].leader_and_isr == LeaderAndIsr(0, 0, (0,), 0)
