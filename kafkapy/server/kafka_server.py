@@ -489,7 +489,8 @@ class KafkaServer:
         if self.replica_manager is not None:
             self.replica_manager.is_shutting_down = True
         # While the controller moves leadership away (seconds at thousands of partitions) the
-        # disk writes back what the logs hold; the close's syncfs then has little left.
+        # logs' end snapshots are written and the disk writes back what the logs hold; the close
+        # then has little left.
         written_back = (
             loop.run_in_executor(steps, self.log_manager.write_back_early)
             if self.log_manager is not None
@@ -523,6 +524,9 @@ class KafkaServer:
         if self.token_manager is not None:
             self.token_manager.close()
         if written_back is not None:
+            # Whatever the early write-back has not reached by now, the close does itself.
+            assert self.log_manager is not None
+            self.log_manager.cut_early_write_back()
             await written_back
         if self.log_manager is not None:
             await loop.run_in_executor(steps, self.log_manager.shutdown)

@@ -817,6 +817,19 @@ class Log:
             for segment in self._segments.values():
                 segment.close()
 
+    def write_end_snapshot_early(self, *, syncer: Syncer = FSYNC_EACH) -> None:
+        """Write now the producer snapshot `close` would write at the log end (a stopping broker
+        does, while the controller moves its leadership away): the close then finds it there and
+        writes nothing, unless the log moved on meanwhile."""
+        with self._lock:
+            if self._closed or not (
+                self._next_offset > self.log_start_offset or self.producer_state.producers
+            ):
+                return
+            job = self.producer_state.prepare_snapshot(self._next_offset, syncer)
+        if job is not None:
+            job()
+
     def close_handlers(self) -> None:
         """Close the files without writing anything (Kafka's closeHandlers): the log's dir
         failed, so no snapshot or index trim may be attempted there."""

@@ -97,6 +97,8 @@ class LogManager:
 
         self.moves = LogDirMoves(self)
         self._lock = threading.Lock()
+        # Set when the logs are about to close: an early write-back still running stops there.
+        self._early_write_back_cut = threading.Event()
         # What each checkpoint file was last written with by us: {path: offsets}.
         self._checkpointed: dict[str, dict[TopicPartition, int]] = {}
         # Logs being created outside the lock, each with the event its waiters wait for.
@@ -289,12 +291,30 @@ class LogManager:
         logger.info("Shutdown complete.")
 
     def write_back_early(self) -> None:
-        """Write back now what the live dirs hold (one syncfs each, an error taking the dir
-        offline as at shutdown): a broker calls it while the controller moves its leadership
-        away, so that the syncfs of `shutdown` finds only the close's own writes left. Nothing
-        is marked clean here; the final syncfs still comes before the checkpoints and marker."""
+        """Start the close's work while a stopping broker waits for the controller to move its
+        leadership away (seconds at thousands of partitions): write each log's end snapshot now
+        (the close then finds it there and writes none, unless the log moved on meanwhile), then
+        write back what the live dirs hold (one syncfs each, an error taking the dir offline as
+        at shutdown), so that the syncfs of `shutdown` finds little left. Nothing is marked
+        clean here; the final syncfs still comes before the checkpoints and marker.
+        `cut_early_write_back` stops it between two logs: what is left, the close does."""
+        cut = self._early_write_back_cut
+        live = set(self.live_log_dirs)
+        with self._lock:
+            logs = list(self._logs.values())
+        for log in logs:
+            if cut.is_set():
+                return
+            if os.path.dirname(log.dir) in live:
+                log.write_end_snapshot_early(syncer=DEFERRED)  # covered by the syncfs below
         for log_dir in self.live_log_dirs:
+            if cut.is_set():
+                return
             self._sync_dir(log_dir)
+
+    def cut_early_write_back(self) -> None:
+        """The logs are about to close: a `write_back_early` still running stops at the next log."""
+        self._early_write_back_cut.set()
 
     def _sync_dir(self, log_dir: str) -> None:
         """syncfs the filesystem of `log_dir` through its `.lock` descriptor, opened at start-up,

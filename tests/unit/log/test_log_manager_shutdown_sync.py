@@ -296,3 +296,61 @@ def test_an_early_write_back_syncs_each_live_dir_and_a_failure_takes_that_dir_of
     for d in dirs:
         assert not os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE))
     assert manager.failure_channel.offline_dirs == {failing}
+
+
+def test_an_early_write_back_writes_the_end_snapshots_that_the_close_then_keeps(
+    dirs: list[str], clock: FakeClock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    manager = loaded_manager(dirs, clock)
+    empty = manager.get_or_create_log(TopicPartition("empty", 0))
+    per_file: list[str] = []
+    for name in ("sync_file", "sync_mapping", "sync_dir"):
+        monkeypatch.setattr(FsyncEach, name, lambda self, arg, name=name: per_file.append(name))
+    written_before_syncfs: list[bool] = []
+
+    def syncfs(fd: int) -> None:
+        d = os.path.dirname(_fd_path(fd))
+        logs = [log for log in manager.all_logs() if os.path.dirname(log.dir) == d and log is not empty]
+        written_before_syncfs.append(all(list_snapshot_offsets(log.dir) == [2] for log in logs))
+        sync_filesystem(fd)
+
+    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs)
+    with caplog.at_level(logging.INFO):
+        manager.write_back_early()
+        # The snapshots are written before each dir's syncfs, which covers them: no sync per file.
+        assert written_before_syncfs == [True, True]
+        assert per_file == []
+        assert list_snapshot_offsets(empty.dir) == []
+        manager.shutdown()
+    # The close found each snapshot at its log's end and wrote none again.
+    assert caplog.text.count("Wrote producer snapshot at offset 2") == LOGS_PER_DIR * len(dirs)
+    again = LogManager(dirs, CONFIG, time_ms=clock)
+    again.startup()
+    for p in range(LOGS_PER_DIR * len(dirs)):
+        assert again.get_log(TopicPartition("t", p)).producer_state.last_entry(100 + p).last_seq == 1
+    again.shutdown()
+
+
+def test_an_early_write_back_cut_short_leaves_the_rest_to_the_close(
+    dirs: list[str], clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = loaded_manager(dirs, clock)
+    logs = list(manager.all_logs())
+    synced: list[str] = []
+    monkeypatch.setattr(log_manager_module, "sync_filesystem", syncfs_failing_in("/nowhere", synced))
+    written: list[str] = []
+    real_write = type(logs[0]).write_end_snapshot_early
+
+    def write_end_snapshot_early(log, **kwargs) -> None:  # the logs close after the third
+        written.append(log.dir)
+        real_write(log, **kwargs)
+        if len(written) == 3:
+            manager.cut_early_write_back()
+
+    monkeypatch.setattr(type(logs[0]), "write_end_snapshot_early", write_end_snapshot_early)
+    manager.write_back_early()
+    assert len(written) == 3 and synced == []  # stopped at the next log, no syncfs either
+    manager.shutdown()
+    assert sorted(synced) == sorted(dirs)
+    for log in logs:
+        assert list_snapshot_offsets(log.dir) == [2]  # the close wrote the others

@@ -339,3 +339,45 @@ def test_a_load_that_scanned_a_tail_writes_a_snapshot_at_the_end(tmp_path: Path,
     again = open_log(log_dir, clock, clean=False)
     assert snapshots(log_dir) == [2, 4]
     again.close()
+
+
+def test_an_early_end_snapshot_is_the_one_the_close_keeps(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = open_log(tmp_path / "t-0", clock)
+    log.append_as_leader(batch(0, pid=1))
+    with caplog.at_level(logging.INFO):
+        log.write_end_snapshot_early()
+        log.close()
+    assert snapshots(tmp_path / "t-0") == [2]
+    assert caplog.text.count("Wrote producer snapshot at offset 2") == 1  # the close wrote nothing
+    again = open_log(tmp_path / "t-0", clock)
+    assert again.append_as_leader(batch(0, pid=1)).duplicate
+    again.close()
+
+
+def test_appends_after_an_early_end_snapshot_get_their_own_at_close(tmp_path: Path, clock: FakeClock) -> None:
+    log = open_log(tmp_path / "t-0", clock)
+    log.append_as_leader(batch(0, pid=1))
+    log.write_end_snapshot_early()
+    log.append_as_leader(batch(2, pid=1))
+    log.append_as_leader(batch(0, pid=2))
+    before = state(log)
+    log.close()
+    assert snapshots(tmp_path / "t-0") == [2, 6]
+    again = open_log(tmp_path / "t-0", clock)
+    assert state(again) == before == full_scan_state(again)
+    again.close()
+
+
+def test_no_early_end_snapshot_for_an_empty_or_closed_log(tmp_path: Path, clock: FakeClock) -> None:
+    empty = open_log(tmp_path / "t-0", clock)
+    empty.write_end_snapshot_early()
+    assert snapshots(tmp_path / "t-0") == []
+    empty.close()
+    closed = open_log(tmp_path / "t-1", clock)
+    closed.append_as_leader(batch(0, pid=1))
+    closed.close()
+    os.unlink(snapshot_path(closed.dir, 2))
+    closed.write_end_snapshot_early()  # a log closed meanwhile (deleted, moved) is left alone
+    assert snapshots(tmp_path / "t-1") == []
