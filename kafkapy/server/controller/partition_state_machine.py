@@ -30,7 +30,7 @@ from kafkapy.server.controller.leader_and_isr import (
 from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch
 from kafkapy.server.controller.state_change_log import ControllerLogger, StateChangeLogger
 from kafkapy.server.controller.states import PartitionState, is_valid_transition
-from kafkapy.server.controller.zk_interface import ControllerZk
+from kafkapy.server.controller.zk_interface import ControllerZk, cached_or_read_states
 from kafkapy.server.metrics.process_metrics import LEADER_ELECTION, UNCLEAN_LEADER_ELECTIONS
 
 P = PartitionState
@@ -306,18 +306,9 @@ class PartitionStateMachine:
         election that finds no leader in a cached state is retried from ZooKeeper as well."""
         if not from_cache:
             return self.zk.get_partition_states(partitions)
-        cache = self.context.partition_leadership_info
-        states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        to_read: list[TopicPartition] = []
-        for tp in partitions:
-            cached = cache.get(tp)
-            if cached is not None:
-                states[tp] = cached
-            else:
-                to_read.append(tp)
-        if to_read:
-            states.update(self.zk.get_partition_states(to_read))
-        return states
+        return cached_or_read_states(
+            self.zk, self.context.partition_leadership_info, partitions, lambda _state: True
+        )
 
     def _run_elections(
         self, states: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]], strategy: ElectionStrategy

@@ -31,7 +31,7 @@ from kafkapy.server.controller.leader_and_isr import (
 from kafkapy.server.controller.request_batch import ControllerBrokerRequestBatch
 from kafkapy.server.controller.state_change_log import ControllerLogger, StateChangeLogger
 from kafkapy.server.controller.states import ReplicaState, is_valid_transition
-from kafkapy.server.controller.zk_interface import ControllerZk
+from kafkapy.server.controller.zk_interface import ControllerZk, cached_or_read_states
 
 R = ReplicaState
 
@@ -309,18 +309,12 @@ class ReplicaStateMachine:
         A cached ISR without the replica may be stale the other way, so those are read."""
         if not from_cache:
             return self.zk.get_partition_states(partitions)
-        cache = self.context.partition_leadership_info
-        states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        to_read: list[TopicPartition] = []
-        for tp in partitions:
-            cached = cache.get(tp)
-            if cached is not None and replica_id in cached.leader_and_isr.isr:
-                states[tp] = cached
-            else:
-                to_read.append(tp)
-        if to_read:
-            states.update(self.zk.get_partition_states(to_read))
-        return states
+        return cached_or_read_states(
+            self.zk,
+            self.context.partition_leadership_info,
+            partitions,
+            lambda state: replica_id in state.leader_and_isr.isr,
+        )
 
     def _log_failed(
         self, replica: PartitionAndReplica, current: ReplicaState, target: ReplicaState, e: BaseException

@@ -136,3 +136,26 @@ class ControllerZk(Protocol):
         ...
 
     def unwatch(self, path: str) -> None: ...
+
+
+def cached_or_read_states(
+    zk: ControllerZk,
+    cache: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    partitions: Iterable[TopicPartition],
+    usable: Callable[[LeaderIsrAndControllerEpoch], bool],
+) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    """Each partition's cached state where `usable` accepts it, the others read from ZooKeeper.
+
+    Only for a first attempt whose writes are conditional on each state's zk version: a state
+    changed since it was cached then fails with BADVERSION, and the retry reads it."""
+    states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+    to_read: list[TopicPartition] = []
+    for tp in partitions:
+        cached = cache.get(tp)
+        if cached is not None and usable(cached):
+            states[tp] = cached
+        else:
+            to_read.append(tp)
+    if to_read:
+        states.update(zk.get_partition_states(to_read))
+    return states

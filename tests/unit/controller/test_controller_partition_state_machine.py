@@ -174,31 +174,36 @@ def test_controlled_shutdown_election_starts_from_the_cached_state():
     assert zk.states[tps[1]].leader_and_isr == LeaderAndIsr(2, 1, (1, 2), 1)
 
 
-def test_controlled_shutdown_election_from_a_stale_cached_state_rereads_zk():
-    # The leader shrank the ISR in ZooKeeper after the controller cached the state: the write
-    # conditional on the cached version fails and the retry elects from what ZooKeeper holds.
+def _shutdown_election_with_zk_ahead_of_the_cache(cached: LeaderAndIsr, in_zk: LeaderAndIsr):
+    """Broker 0 shuts down; the controller cached `cached`, ZooKeeper holds `in_zk` (a leader's
+    ISR change the controller has not heard of yet)."""
     ctx, zk, psm, rec = setup()
     [tp] = assign(ctx, "t", {0: [0, 1, 2]})
-    _online(ctx, zk, tp, LeaderAndIsr(0, 0, (0, 1, 2), 0))
-    zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0, 2), 1), 1)
+    _online(ctx, zk, tp, cached)
+    zk.states[tp] = LeaderIsrAndControllerEpoch(in_zk, 1)
     reads = _count_reads(zk)
     ctx.shutting_down_broker_ids.add(0)
     result = psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)[tp]
+    return ctx, tp, result, reads
+
+
+def test_controlled_shutdown_election_from_a_stale_cached_state_rereads_zk():
+    # The leader shrank the ISR: the write conditional on the cached version fails and the
+    # retry elects from what ZooKeeper holds.
+    ctx, tp, result, reads = _shutdown_election_with_zk_ahead_of_the_cache(
+        LeaderAndIsr(0, 0, (0, 1, 2), 0), LeaderAndIsr(0, 0, (0, 2), 1)
+    )
     assert result == LeaderAndIsr(2, 1, (2,), 2)
     assert reads == [[tp]]
     assert ctx.partition_leadership_info[tp].leader_and_isr == result
 
 
 def test_controlled_shutdown_election_finding_no_leader_in_a_cached_state_asks_zk():
-    # Nothing would be written, so no zk version could expose the stale cached ISR: ZooKeeper
-    # (where the leader has since added 1 back) decides.
-    ctx, zk, psm, rec = setup()
-    [tp] = assign(ctx, "t", {0: [0, 1, 2]})
-    _online(ctx, zk, tp, LeaderAndIsr(0, 0, (0,), 0))
-    zk.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, (0, 1), 1), 1)
-    reads = _count_reads(zk)
-    ctx.shutting_down_broker_ids.add(0)
-    result = psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)[tp]
+    # The leader added 1 back. Nothing would be written from the cached ISR, so no zk version
+    # could expose it as stale: ZooKeeper decides.
+    ctx, tp, result, reads = _shutdown_election_with_zk_ahead_of_the_cache(
+        LeaderAndIsr(0, 0, (0,), 0), LeaderAndIsr(0, 0, (0, 1), 1)
+    )
     assert result == LeaderAndIsr(1, 1, (1,), 2)
     assert reads == [[tp]]
 
