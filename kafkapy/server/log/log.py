@@ -810,10 +810,9 @@ class Log:
             self._closed = True
             if not self.leader_epoch_cache.is_empty():
                 self.leader_epoch_cache.flush(syncer)  # a write the scheduler had not run yet
-            if self._next_offset > self.log_start_offset or self.producer_state.producers:
-                # The next start scans nothing. (An empty log without producers has nothing to
-                # keep: like Kafka's, no snapshot, instead of 10k files written at shutdown.)
-                self.producer_state.take_snapshot(self._next_offset, syncer)
+            job = self._end_snapshot_job(syncer)
+            if job is not None:
+                job()  # the next start scans nothing
             for segment in self._segments.values():
                 segment.close()
 
@@ -822,13 +821,17 @@ class Log:
         does, while the controller moves its leadership away): the close then finds it there and
         writes nothing, unless the log moved on meanwhile."""
         with self._lock:
-            if self._closed or not (
-                self._next_offset > self.log_start_offset or self.producer_state.producers
-            ):
-                return
-            job = self.producer_state.prepare_snapshot(self._next_offset, syncer)
+            job = None if self._closed else self._end_snapshot_job(syncer)
         if job is not None:
             job()
+
+    def _end_snapshot_job(self, syncer: Syncer) -> Callable[[], None] | None:
+        """The write of the producer snapshot at the log end, under the log's lock; None when one
+        is there already, or for an empty log without producers, which has nothing to keep (like
+        Kafka's: no snapshot, instead of 10k files written at shutdown)."""
+        if self._next_offset > self.log_start_offset or self.producer_state.producers:
+            return self.producer_state.prepare_snapshot(self._next_offset, syncer)
+        return None
 
     def close_handlers(self) -> None:
         """Close the files without writing anything (Kafka's closeHandlers): the log's dir
