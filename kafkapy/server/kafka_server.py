@@ -295,11 +295,19 @@ class KafkaServer:
     ) -> None:
         """Kafka's order: clients are served last. Wait (bounded) until the election is decided and
         the controller's first UpdateMetadata has arrived, so no client is told "no controller"
-        and an empty broker list by a broker that has just registered."""
+        and an empty broker list by a broker that has just registered; and, when the cluster has
+        topics, until their partition states have arrived too. A new controller sends the live
+        brokers first and the partitions in its next batch. A broker that served in between (the
+        controller's own broker restarted within its old session's timeout, the controller
+        elected only then) answered the producers queued on it from an empty cache: their topic
+        LEADER_NOT_AVAILABLE with no partitions, and librdkafka failed their records with
+        _UNKNOWN_PARTITION and produced nothing to the topic for over 30 s."""
         deadline = loop.time() + STARTUP_METADATA_WAIT_S
         await loop.run_in_executor(None, controller.await_election, STARTUP_METADATA_WAIT_S)
+        cache = self.metadata_cache
+        assert cache is not None  # created earlier in startup
         try:
-            await asyncio.wait_for(self.metadata_cache.initialized.wait(), max(0.0, deadline - loop.time()))  # type: ignore[union-attr]  # created earlier in startup
+            await asyncio.wait_for(cache.initialized.wait(), max(0.0, deadline - loop.time()))
         except TimeoutError:
             log.warning(
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "
@@ -307,6 +315,23 @@ class KafkaServer:
                 self.log_ident,
                 controller.active_controller_id,
                 STARTUP_METADATA_WAIT_S,
+            )
+            return
+        if cache.partition_states_arrived.is_set():
+            return
+        topics = await loop.run_in_executor(None, self.zk.client.get_all_topics_in_cluster)
+        if not topics:
+            return
+        try:
+            await asyncio.wait_for(cache.partition_states_arrived.wait(), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            log.warning(
+                "%s No partition states from the controller (%d) within %.0f s of start-up though "
+                "%d topics exist; serving requests with the brokers it sent until they arrive",
+                self.log_ident,
+                controller.active_controller_id,
+                STARTUP_METADATA_WAIT_S,
+                len(topics),
             )
 
     @property

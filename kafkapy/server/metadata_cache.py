@@ -54,6 +54,10 @@ class MetadataCache:
         self.topic_names: dict[uuid.UUID, str] = {}
         # Set by the first UpdateMetadata (on the loop): the broker serves clients after it.
         self.initialized = asyncio.Event()
+        # Set by the first UpdateMetadata that carries partition states. A new controller's first
+        # one names the live brokers only (its partitions follow in the next batch), so a broker
+        # starting then would otherwise answer its first clients from a cache without partitions.
+        self.partition_states_arrived = asyncio.Event()
         # The Metadata handler's built topic entries: {listener: {topic: entry}}.
         self.topic_entries: TopicEntryCache[MetadataResponseTopic] = TopicEntryCache()
 
@@ -100,6 +104,8 @@ class MetadataCache:
                 tid = self.topic_ids.pop(topic, None)
                 if tid is not None:
                     self.topic_names.pop(tid, None)
+        if request.topic_states:
+            self.partition_states_arrived.set()
         self.initialized.set()
         return deleted
 
