@@ -53,7 +53,8 @@ CLIENT_LOG = logging.getLogger("faults.librdkafka")
 PROTOCOL_ERRORS = ProtocolErrors()
 CLIENT_LOG.addHandler(PROTOCOL_ERRORS)
 REQUEST_TIMEOUT_S = 5.0
-# KAFKAPY_FAULT_CLIENT_DEBUG=eos,protocol: the producer's librdkafka debug contexts, into that log.
+# KAFKAPY_FAULT_CLIENT_DEBUG=eos,protocol: the producer's librdkafka debug contexts, into that log
+# at DEBUG level, which pytest's capture drops: keep them with --log-file=F --log-file-level=DEBUG.
 CLIENT_DEBUG = (
     {"debug": os.environ["KAFKAPY_FAULT_CLIENT_DEBUG"]}
     if os.environ.get("KAFKAPY_FAULT_CLIENT_DEBUG")
