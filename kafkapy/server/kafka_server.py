@@ -306,9 +306,15 @@ class KafkaServer:
         await loop.run_in_executor(None, controller.await_election, STARTUP_METADATA_WAIT_S)
         cache = self.metadata_cache
         assert cache is not None  # created earlier in startup
-        try:
-            await asyncio.wait_for(cache.initialized.wait(), max(0.0, deadline - loop.time()))
-        except TimeoutError:
+
+        async def before_deadline(event: asyncio.Event) -> bool:
+            try:
+                await asyncio.wait_for(event.wait(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                return False
+            return True
+
+        if not await before_deadline(cache.initialized):
             log.warning(
                 "%s No UpdateMetadata from the controller (%d) within %.0f s of start-up; serving "
                 "requests with this broker's own view until it arrives",
@@ -320,11 +326,7 @@ class KafkaServer:
         if cache.partition_states_arrived.is_set():
             return
         topics = await loop.run_in_executor(None, self.zk.client.get_all_topics_in_cluster)
-        if not topics:
-            return
-        try:
-            await asyncio.wait_for(cache.partition_states_arrived.wait(), max(0.0, deadline - loop.time()))
-        except TimeoutError:
+        if topics and not await before_deadline(cache.partition_states_arrived):
             log.warning(
                 "%s No partition states from the controller (%d) within %.0f s of start-up though "
                 "%d topics exist; serving requests with the brokers it sent until they arrive",
