@@ -669,30 +669,47 @@ class Log:
     @io_guarded("Error while truncating log for {tp} in dir {dir}")
     def truncate_to(self, target_offset: int) -> bool:
         """Remove everything from `target_offset` on (follower truncation); False if nothing changed.
-        Pauses and aborts the cleaning of this log first (`cleaning_pause`)."""
+        A truncation below the active segment pauses and aborts the cleaning of this log first
+        (`cleaning_pause`), as Kafka's LogManager.truncateTo: the cleaner only works on the
+        segments before the active one, so a truncation within it (a follower's usual one, often
+        to its own end) leaves the cleaner and its checkpoint alone. At a leadership change of
+        thousands of partitions each follower truncates each of them, and a pause cost two log
+        lines and a read of the cleaner checkpoint file apiece."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
+        if target_offset >= self.active_segment.base_offset:
+            with self._lock:
+                # Checked again under the lock: a roll meanwhile may have put the target below
+                # the active segment, and the pause must be taken before the lock (it waits for
+                # a cleaner that may need the lock).
+                if target_offset >= self.active_segment.base_offset:
+                    return self._truncate_locked(target_offset)
         with self._cleaning_paused(target_offset), self._lock:
-            if target_offset >= self._next_offset:
-                logger.info(
-                    "[Log partition=%s] Truncating to %d has no effect as the largest offset in the log is %d",
-                    self.name, target_offset, self._next_offset - 1,
-                )  # fmt: skip
-                return False
-            logger.info("[Log partition=%s] Truncating to offset %d", self.name, target_offset)
-            if self._segments.peekitem(0)[0] > target_offset:
-                self.truncate_fully_and_start_at(target_offset)
-                return True
-            doomed = [s for s in self._segments.values() if s.base_offset > target_offset]
-            self._remove_segments(doomed)
-            self.active_segment.truncate_to(target_offset)
-            self._next_offset = target_offset
-            self.log_start_offset = min(self.log_start_offset, target_offset)
-            self._after_truncation()
-            self._rebuild_producer_state()
-            if self.leader_epoch_cache.truncate_from_end(target_offset):
-                self.leader_epoch_cache.flush()
+            return self._truncate_locked(target_offset)
+
+    def _truncate_locked(self, target_offset: int) -> bool:
+        """The truncation itself; the caller holds the log lock (and the cleaning pause the
+        target needs)."""
+        if target_offset >= self._next_offset:
+            logger.info(
+                "[Log partition=%s] Truncating to %d has no effect as the largest offset in the log is %d",
+                self.name, target_offset, self._next_offset - 1,
+            )  # fmt: skip
+            return False
+        logger.info("[Log partition=%s] Truncating to offset %d", self.name, target_offset)
+        if self._segments.peekitem(0)[0] > target_offset:
+            self.truncate_fully_and_start_at(target_offset)
             return True
+        doomed = [s for s in self._segments.values() if s.base_offset > target_offset]
+        self._remove_segments(doomed)
+        self.active_segment.truncate_to(target_offset)
+        self._next_offset = target_offset
+        self.log_start_offset = min(self.log_start_offset, target_offset)
+        self._after_truncation()
+        self._rebuild_producer_state()
+        if self.leader_epoch_cache.truncate_from_end(target_offset):
+            self.leader_epoch_cache.flush()
+        return True
 
     @io_guarded("Error while truncating the entire log for {tp} in dir {dir}")
     def truncate_fully_and_start_at(self, new_offset: int) -> None:

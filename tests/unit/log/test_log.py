@@ -171,6 +171,31 @@ def test_truncate_to_removes_later_segments_and_batches(make_log) -> None:
     assert not log.truncate_to(10)
 
 
+def test_only_a_truncation_below_the_active_segment_pauses_the_cleaner(make_log) -> None:
+    """Kafka's LogManager.truncateTo: the cleaner works below the active segment only."""
+    import contextlib
+
+    log = make_log(small_config(segment_bytes=300))
+    for _ in range(9):
+        log.append_as_leader(records(1))
+    active_base = log.active_segment.base_offset
+    assert 0 < active_base < 8
+    pauses: list[int] = []
+
+    @contextlib.contextmanager
+    def pause(offset: int):  # noqa: ANN202 - a context manager's generator
+        pauses.append(offset)
+        yield
+
+    log.cleaning_pause = pause
+    assert not log.truncate_to(9)  # at the end: nothing to do, nothing paused
+    assert log.truncate_to(8)  # within the active segment
+    assert pauses == []
+    assert log.truncate_to(active_base - 1)  # into an older segment: the cleaner pauses first
+    assert pauses == [active_base - 1]
+    assert log.log_end_offset == active_base - 1
+
+
 def test_truncate_fully_and_start_at_empties_the_log(make_log, tmp_path) -> None:
     log = make_log()
     log.append_as_leader(records(5))
