@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.common.topic_partition import (
@@ -110,16 +110,19 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
     zk_version: int = INITIAL_PARTITION_EPOCH
 
+    # Built directly rather than with dataclasses.replace (a third of its cost): the controller
+    # makes two per partition whose leader or ISR it changes, 20k in a 10k-partition controlled
+    # shutdown, on its own thread.
     def new_leader_and_isr(self, leader: int, isr: Sequence[int]) -> LeaderAndIsr:
         """A new leader or ISR chosen by the controller: the leader epoch moves on."""
-        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=tuple(isr))
+        return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)
 
     def new_isr(self, isr: Sequence[int]) -> LeaderAndIsr:
         """An ISR shrink/expand by the leader: the leader epoch stays (Kafka 2.8 behaviour)."""
-        return replace(self, isr=tuple(isr))
+        return LeaderAndIsr(self.leader, self.leader_epoch, tuple(isr), self.zk_version)
 
     def with_zk_version(self, zk_version: int) -> LeaderAndIsr:
-        return replace(self, zk_version=zk_version)
+        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, zk_version)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,9 @@ from kafkapy.server.controller.leader_and_isr import (
 )
 from kafkapy.server.controller.states import PartitionState, ReplicaState
 
+_NO_REPLICAS = ReplicaAssignment(())
+_NO_PARTITIONS: dict[int, ReplicaAssignment] = {}  # never written to
+
 
 class ControllerContext:
     def __init__(self) -> None:
@@ -91,7 +94,9 @@ class ControllerContext:
         self._assignments.setdefault(tp.topic, {})[tp.partition] = assignment
 
     def partition_full_replica_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
-        return self._assignments.get(tp.topic, {}).get(tp.partition, ReplicaAssignment(()))
+        # Asked several times per partition in every state change: the misses share one
+        # immutable empty answer rather than building a dict and an assignment per call.
+        return self._assignments.get(tp.topic, _NO_PARTITIONS).get(tp.partition, _NO_REPLICAS)
 
     def partition_replica_assignment(self, tp: TopicPartition) -> tuple[int, ...]:
         return self.partition_full_replica_assignment(tp).replicas
