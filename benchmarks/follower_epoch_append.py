@@ -12,13 +12,12 @@ tree with PYTHONPATH (a tree whose follower syncs the checkpoint itself shows it
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import statistics
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
+from benchmarks.per_log import parse_args, report
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.log_config import LogConfig
@@ -53,18 +52,10 @@ def one_run(logs: int, base: str) -> tuple[float, float]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--logs", type=int, default=2000)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--dir", default=None, help="where the log dir goes (default: $TMPDIR)")
-    args = p.parse_args()
+    args = parse_args(__doc__)
     results = [one_run(args.logs, args.dir or tempfile.gettempdir()) for _ in range(args.runs)]
-    for name, values in (("appends", [r[0] for r in results]), ("drained", [r[1] for r in results])):
-        ms = [v * 1000 / args.logs for v in values]
-        print(
-            f"{name}: {min(ms):.3f} / {statistics.median(ms):.3f} / {max(ms):.3f} ms per log "
-            f"(min / median / max of {args.runs}, {args.logs} logs)"
-        )
+    report("appends", [r[0] for r in results], args.logs)
+    report("drained", [r[1] for r in results], args.logs)
 
 
 if __name__ == "__main__":

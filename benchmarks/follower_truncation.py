@@ -14,12 +14,11 @@ microseconds per log. Run it against another tree with PYTHONPATH.
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import statistics
 import tempfile
 import time
 
+from benchmarks.per_log import parse_args, report
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.record_codec import build_batch
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig
@@ -53,23 +52,12 @@ def one_run(logs: int, base: str) -> tuple[float, float]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--logs", type=int, default=2000)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--dir", default=None, help="where the log dir goes (default: $TMPDIR)")
-    args = p.parse_args()
+    args = parse_args(__doc__)
     log_dir = tempfile.mkdtemp(prefix="follower-truncation-logs-", dir=args.dir)
     setup_logging(log_dir, console=False)
     results = [one_run(args.logs, args.dir or tempfile.gettempdir()) for _ in range(args.runs)]
-    for name, values in (
-        ("to its end", [r[0] for r in results]),
-        ("into the active segment", [r[1] for r in results]),
-    ):
-        us = [v * 1e6 / args.logs for v in values]
-        print(
-            f"{name}: {min(us):.1f} / {statistics.median(us):.1f} / {max(us):.1f} us per log "
-            f"(min / median / max of {args.runs}, {args.logs} logs)"
-        )
+    report("to its end", [r[0] for r in results], args.logs, unit="us")
+    report("into the active segment", [r[1] for r in results], args.logs, unit="us")
     shutil.rmtree(log_dir, ignore_errors=True)
 
 
