@@ -8,8 +8,8 @@ segment. Each run builds N logs of one 100 B record in one log dir under a LogMa
 log cleaner on (Kafka's default), then times, on this thread, `truncate_to` of each log to its
 end (the usual no-op) and to the start of its active segment (a real truncation that leaves
 the older segments, and so the cleaner's work, alone). The broker's log files are installed (in
-a temporary dir), since the lines a truncation logs are part of its cost. Prints min/median/max over the runs, in
-microseconds per log. Run it against another tree with PYTHONPATH.
+a temporary dir), since the lines a truncation logs are part of its cost. Prints min/median/max
+over the runs, in microseconds per log. Run it against another tree with PYTHONPATH.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from typing import Literal
 
 
 def parse_args(doc: str, logs: int = 2000) -> argparse.Namespace:
@@ -15,7 +16,7 @@ def parse_args(doc: str, logs: int = 2000) -> argparse.Namespace:
     return p.parse_args()
 
 
-def report(name: str, seconds: list[float], logs: int, unit: str = "ms") -> None:
+def report(name: str, seconds: list[float], logs: int, unit: Literal["ms", "us"] = "ms") -> None:
     """One line: each run's time per log, in `unit` (ms or us)."""
     scale = 1e3 if unit == "ms" else 1e6
     per_log = [s * scale / logs for s in seconds]

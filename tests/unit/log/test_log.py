@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 from log_helpers import FakeClock, fetched_offsets, records, region_bytes, small_config
 
@@ -173,8 +176,6 @@ def test_truncate_to_removes_later_segments_and_batches(make_log) -> None:
 
 def test_only_a_truncation_below_the_active_segment_pauses_the_cleaner(make_log) -> None:
     """Kafka's LogManager.truncateTo: the cleaner works below the active segment only."""
-    import contextlib
-
     log = make_log(small_config(segment_bytes=300))
     for _ in range(9):
         log.append_as_leader(records(1))
@@ -183,7 +184,7 @@ def test_only_a_truncation_below_the_active_segment_pauses_the_cleaner(make_log)
     pauses: list[int] = []
 
     @contextlib.contextmanager
-    def pause(offset: int):  # noqa: ANN202 - a context manager's generator
+    def pause(offset: int) -> Iterator[None]:
         pauses.append(offset)
         yield
 
