@@ -38,6 +38,17 @@ def user_system_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
 
 
+def machine_cpu_seconds(stat: str = "/proc/stat") -> tuple[float, float]:
+    """(busy, steal) CPU seconds of the whole machine so far, all cores (/proc/stat's `cpu` line):
+    busy is user, nice, system, irq and softirq; steal is time the hypervisor ran something else
+    while a vCPU wanted to run. Over a window, busy / wall tells how many cores were in use, so a
+    benchmark can say whether its rates are bound by the machine's cores or by waiting."""
+    with open(stat) as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq) / _CLK_TCK, steal / _CLK_TCK
+
+
 def _status_kib(pid: int, key: str) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:

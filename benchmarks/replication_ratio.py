@@ -11,6 +11,11 @@ record size, and the brokers' CPU seconds per GB produced (the three brokers' pr
 sensitive than MB/s to other load on the machine). Kafka's 2014 benchmark measured about 0.5
 for this ratio (three brokers, one per machine); here the three brokers share the machine's
 cores, which makes 0.5 harder to reach.
+
+Each round also prints the producer's CPU per GB (this process) and the whole machine's
+(/proc/stat, every process) with how many cores were busy. When both rounds keep every core
+busy, the RF3/RF1 rate ratio is the ratio of the machine's CPU per GB, whatever the round trips
+cost: the summary line prints it, so a run says which bound it met. Run nothing else meanwhile.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -33,7 +39,7 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from benchmarks.brokers import python_broker_pid, user_system_seconds  # noqa: E402
+from benchmarks.brokers import machine_cpu_seconds, python_broker_pid, user_system_seconds  # noqa: E402
 from benchmarks.page_cache_cost import recycle_page_cache  # noqa: E402
 from benchmarks.produce import producer_config  # noqa: E402
 from benchmarks.profiling import py_spy, top_functions  # noqa: E402
@@ -160,6 +166,13 @@ def _user_system(pids: list[int]) -> tuple[float, float]:
     return sum(u for u, _ in times), sum(s for _, s in times)
 
 
+def _own_cpu_seconds() -> float:
+    """This process's CPU so far, every thread: the producer (librdkafka's threads and the Python
+    loop that feeds it) runs here, between the round's start and end nothing else does."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _spy(
     pids: list[int], out: Path | None, label: str, gil: bool = False
 ) -> list[tuple[subprocess.Popen[bytes], Path]]:
@@ -277,6 +290,8 @@ def main() -> None:
         pids = [python_broker_pid(b.process.pid) for b in cluster.brokers if b.process is not None]
         rates: dict[str, list[float]] = {t: [] for t in topics}
         cpu_per_gb: dict[str, list[float]] = {t: [] for t in topics}
+        machine_per_gb: dict[str, list[float]] = {t: [] for t in topics}
+        cores_busy: dict[str, list[float]] = {t: [] for t in topics}
         for r in range(args.rounds):
             for size in sizes:
                 records = args.mb * 1_000_000 // size
@@ -288,19 +303,27 @@ def main() -> None:
                         _spy(pids, args.profile, f"{topic}-r{r + 1}", args.profile_gil) if rf == "rf3" else []
                     )
                     perf = _perf(pids, args.perf, f"{topic}-r{r + 1}")
+                    own0, machine0, t0 = _own_cpu_seconds(), machine_cpu_seconds(), time.perf_counter()
                     wall_s = produce(bootstrap, topic, size, records)
+                    own1, machine1, t1 = _own_cpu_seconds(), machine_cpu_seconds(), time.perf_counter()
                     _perf_stop(perf, args.perf, f"{topic}-r{r + 1}")
                     _stop(spies)
                     us1 = _user_system(pids)
                     user, system = us1[0] - us0[0], us1[1] - us0[1]
                     cpu = user + system
+                    gb = records * size / 1e9
                     rate = records * size / wall_s / 1_000_000
                     rates[topic].append(rate)
-                    cpu_per_gb[topic].append(cpu / (records * size / 1e9))
+                    cpu_per_gb[topic].append(cpu / gb)
+                    busy, steal = machine1[0] - machine0[0], machine1[1] - machine0[1]
+                    machine_per_gb[topic].append(busy / gb)
+                    cores_busy[topic].append(busy / (t1 - t0))
                     print(
                         f"{time.strftime('%H:%M:%S')} round {r + 1} {topic:>9}: {rate:7.2f} MB/s ({records} records, {wall_s:.2f} s), "
                         f"brokers' CPU {cpu_per_gb[topic][-1]:.1f} s/GB "
-                        f"(user {user / (records * size / 1e9):.1f}, sys {system / (records * size / 1e9):.1f})",
+                        f"(user {user / gb:.1f}, sys {system / gb:.1f}), producer {(own1 - own0) / gb:.1f} s/GB, "
+                        f"machine {busy / gb:.1f} s/GB, {cores_busy[topic][-1]:.2f} of {os.cpu_count()} cores busy"
+                        + (f" (steal {steal / (t1 - t0):.2f})" if steal > 0.05 * (t1 - t0) else ""),
                         flush=True,
                     )
         print()
@@ -317,6 +340,15 @@ def main() -> None:
                 statistics.median(cpu_per_gb[f"rf3-{size}"]),
             )
             print(f"        brokers' CPU s/GB median RF1 {c1:.1f}  RF3 {c3:.1f}  RF1/RF3 {c1 / c3:.2f}")
+            m1c, m3c = (
+                statistics.median(machine_per_gb[f"rf1-{size}"]),
+                statistics.median(machine_per_gb[f"rf3-{size}"]),
+            )
+            print(
+                f"        whole machine's CPU s/GB median RF1 {m1c:.1f}  RF3 {m3c:.1f}  RF1/RF3 {m1c / m3c:.2f}; "
+                f"cores busy median RF1 {statistics.median(cores_busy[f'rf1-{size}']):.2f}  "
+                f"RF3 {statistics.median(cores_busy[f'rf3-{size}']):.2f} of {os.cpu_count()}"
+            )
         if args.request_log:
             _print_request_times(request_logs)
 
