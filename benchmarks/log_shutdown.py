@@ -1,4 +1,5 @@
-"""LogManager.shutdown of N logs holding one record each: the flush-and-close a broker's SIGTERM pays.
+"""LogManager.shutdown of N logs holding one record each: the flush-and-close a broker's SIGTERM pays,
+then the load of the same logs that the broker's next start pays.
 
     python benchmarks/log_shutdown.py [--logs N] [--runs R] [--dir D] [--threads T]
 
@@ -6,8 +7,10 @@ Each run builds a fresh log dir: N logs (one topic, N partitions), leader epoch 
 checkpoint written, as a broker does on becoming leader), one 100 B record appended to each.
 Then it times `LogManager.shutdown()` right away, the records still dirty in the page cache as
 after a broker's fill, and counts the os.fsync calls it made (msync of the index mappings is not
-counted: mmap.flush cannot be wrapped). Prints min/median/max over the runs. Run it A/B against
-another tree with PYTHONPATH, under `flock /tmp/bench.lock`.
+counted: mmap.flush cannot be wrapped). Then, with the first manager's objects gone as in a new
+process, it times a new LogManager's `startup()` on the same dir: the load after a clean
+shutdown (no recovery). Prints min/median/max of both over the runs. Run it A/B against another
+tree with PYTHONPATH, under `flock /tmp/bench.lock`.
 
 `--keep` leaves the log dirs behind (delete them after the whole A/B): on an ext4 without a
 journal, creating a file skips inodes deleted in the last minutes one by one, so removing 50k
@@ -17,6 +20,7 @@ files just before the other side's run would slow its file creations.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import statistics
@@ -39,7 +43,7 @@ def counting(fn: Callable[..., Any], counter: list[int]) -> Callable[..., Any]:
     return wrapper
 
 
-def one_run(base: str, logs: int, threads: int, keep: bool) -> tuple[float, float, int]:
+def one_run(base: str, logs: int, threads: int, keep: bool) -> tuple[float, float, int, float]:
     log_dir = tempfile.mkdtemp(prefix="log-shutdown-", dir=base)
     try:
         started = time.perf_counter()
@@ -60,7 +64,14 @@ def one_run(base: str, logs: int, threads: int, keep: bool) -> tuple[float, floa
             elapsed = time.perf_counter() - started
         finally:
             os.fsync = real_fsync
-        return setup, elapsed, fsyncs[0]
+        del manager, log
+        gc.collect()
+        started = time.perf_counter()
+        reloaded = LogManager([log_dir], LogConfig(), recovery_threads_per_data_dir=threads)
+        reloaded.startup()
+        load = time.perf_counter() - started
+        reloaded.shutdown()
+        return setup, elapsed, fsyncs[0], load
     finally:
         if not keep:
             shutil.rmtree(log_dir, ignore_errors=True)
@@ -77,16 +88,20 @@ def main() -> None:
     base = args.dir or tempfile.gettempdir()
     os.makedirs(base, exist_ok=True)
     times: list[float] = []
+    loads: list[float] = []
     for run in range(args.runs):
-        setup, elapsed, fsyncs = one_run(base, args.logs, args.threads, args.keep)
+        setup, elapsed, fsyncs, load = one_run(base, args.logs, args.threads, args.keep)
         times.append(elapsed)
+        loads.append(load)
         print(
-            f"run {run + 1}: {args.logs} logs set up in {setup:.2f} s; shutdown {elapsed:.3f} s, {fsyncs} fsync calls"
+            f"run {run + 1}: {args.logs} logs set up in {setup:.2f} s; shutdown {elapsed:.3f} s, {fsyncs} fsync calls; "
+            f"load after it {load:.3f} s"
         )
-    print(
-        f"shutdown of {args.logs} logs with one record each: min {min(times):.3f} s, "
-        f"median {statistics.median(times):.3f} s, max {max(times):.3f} s"
-    )
+    for what, figures in (("shutdown", times), ("load after a clean shutdown", loads)):
+        print(
+            f"{what} of {args.logs} logs with one record each: min {min(figures):.3f} s, "
+            f"median {statistics.median(figures):.3f} s, max {max(figures):.3f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from kafkapy.common.gc_pause import cyclic_gc_paused
 from kafkapy.common.topic_partition import TopicPartition
 from kafkapy.protocol.errors import KafkaStorageException
 from kafkapy.server.log.cleaner.log_cleaner import CleanerConfig, LogCleaner
@@ -154,6 +155,20 @@ class LogManager:
         goes only when all of its logs loaded.
         """
         pools = {d: self._recovery_pool(d) for d in self.live_log_dirs}
+        # The load builds the broker's largest structure (every log, its segments and indexes):
+        # without the cyclic collector walking it over and over as it grows (kafkapy.common.gc_pause).
+        with cyclic_gc_paused():
+            self._load_all(pools)
+        if self.cleaner_config is not None and self.cleaner_config.enable_cleaner:
+            self.cleaner = LogCleaner(
+                self.cleaner_config, self.live_log_dirs, self.logs_by_topic_partition, self._time_ms
+            )
+            for log in self.all_logs():
+                self._attach_cleaner(log)
+            self.cleaner.startup()
+
+    def _load_all(self, pools: dict[str, ThreadPoolExecutor]) -> None:
+        """`startup`'s loads, each dir's on its pool, and what their outcome means for the dir."""
         try:
             loads: dict[str, tuple[list[Future[None]], str | None]] = {}
             errors: list[BaseException] = []
@@ -182,13 +197,6 @@ class LogManager:
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
-        if self.cleaner_config is not None and self.cleaner_config.enable_cleaner:
-            self.cleaner = LogCleaner(
-                self.cleaner_config, self.live_log_dirs, self.logs_by_topic_partition, self._time_ms
-            )
-            for log in self.all_logs():
-                self._attach_cleaner(log)
-            self.cleaner.startup()
 
     def _attach_cleaner(self, log: Log) -> None:
         if self.cleaner is not None:
